@@ -1,0 +1,3 @@
+from vault_index.surfaces.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Engine layer: parsing, chunking, storage, models. Knows nothing of surfaces."""

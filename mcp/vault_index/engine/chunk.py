@@ -1,0 +1,137 @@
+"""Heading-aware chunking sized by the embedder's own tokenizer.
+
+Each chunk stays inside one section, is at most MAX_CHUNK_CHARS long, and its embed text (title
+and heading path as context, then the chunk) fits the embedder's window. A chunk whose tail the
+embedder cuts off is invisible to the vector side for everything in that tail, so the token check
+is not optional: MiniLM reads 256 tokens, and 1,200 characters of prose often run to 280.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vault_index.types import Chunk, Note, Section
+
+# About one screen of prose; the reference measured 1,200 as a good size for notes like ours.
+MAX_CHUNK_CHARS = 1200
+# Used when no tokenizer is loaded (keyword-only runs): characters per token, on the safe side.
+FALLBACK_CHARS_PER_TOKEN = 3
+
+TokenCounter = Callable[[str], int]
+
+
+def approximate_tokens(text: str) -> int:
+    return len(text) // FALLBACK_CHARS_PER_TOKEN + 2
+
+
+@dataclass(frozen=True)
+class _Unit:
+    line_start: int
+    line_end: int
+    text: str
+
+
+def context_for(title: str, heading: str) -> str:
+    """The subject line put in front of every chunk before embedding."""
+    if not heading or heading == title or heading.startswith(title + " >"):
+        return heading or title
+    return f"{title} > {heading}"
+
+
+def embed_text_for(title: str, heading: str, text: str) -> str:
+    """What the embedder reads for a chunk; the single definition used by chunking and sync."""
+    return f"{context_for(title, heading)}\n\n{text}"
+
+
+def _paragraphs(section: Section) -> list[_Unit]:
+    """Blank-line separated blocks of the section, with their file line numbers."""
+    units: list[_Unit] = []
+    start, acc = None, []
+    for offset, line in enumerate(section.text.split("\n")):
+        number = section.line_start + offset
+        if line.strip():
+            start = number if start is None else start
+            acc.append(line)
+        elif acc:
+            units.append(_Unit(start, number - 1, "\n".join(acc)))
+            start, acc = None, []
+    if acc:
+        units.append(_Unit(start, start + len(acc) - 1, "\n".join(acc)))
+    return units
+
+
+def _finer(unit: _Unit) -> list[_Unit]:
+    """Split a unit that is too big on its own: lines first, then words, then characters."""
+    lines = unit.text.split("\n")
+    if len(lines) > 1:
+        return [_Unit(unit.line_start + i, unit.line_start + i, t) for i, t in enumerate(lines)]
+    words = unit.text.split(" ")
+    if len(words) > 1:
+        half = len(words) // 2
+        return [
+            _Unit(unit.line_start, unit.line_end, " ".join(words[:half])),
+            _Unit(unit.line_start, unit.line_end, " ".join(words[half:])),
+        ]
+    half = len(unit.text) // 2
+    return [
+        _Unit(unit.line_start, unit.line_end, unit.text[:half]),
+        _Unit(unit.line_start, unit.line_end, unit.text[half:]),
+    ]
+
+
+def chunk_note(
+    note: Note, count_tokens: TokenCounter = approximate_tokens, max_tokens: int = 512
+) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for section in note.sections:
+        context = context_for(note.title, section.heading)
+
+        def fits(text: str, context: str = context) -> bool:
+            return len(text) <= MAX_CHUNK_CHARS and count_tokens(f"{context}\n\n{text}") <= max_tokens
+
+        for group in _pack(_paragraphs(section), fits):
+            text = "\n\n".join(u.text for u in group) if _distinct_lines(group) else " ".join(
+                u.text for u in group
+            )
+            embed_text = embed_text_for(note.title, section.heading, text)
+            chunks.append(
+                Chunk(
+                    ordinal=len(chunks),
+                    heading=section.heading,
+                    line_start=group[0].line_start,
+                    line_end=group[-1].line_end,
+                    text=text,
+                    embed_text=embed_text,
+                    hash=hashlib.sha256(embed_text.encode()).hexdigest(),
+                )
+            )
+    return chunks
+
+
+def _distinct_lines(group: list[_Unit]) -> bool:
+    return all(a.line_end < b.line_start for a, b in zip(group, group[1:], strict=False))
+
+
+def _pack(units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:
+    """Greedy packing of units into groups whose joined text fits."""
+    groups: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    for unit in units:
+        if fits(unit.text):
+            candidate = current + [unit]
+            if fits("\n\n".join(u.text for u in candidate)):
+                current = candidate
+                continue
+            if current:
+                groups.append(current)
+            current = [unit]
+            continue
+        if current:
+            groups.append(current)
+            current = []
+        groups.extend(_pack(_finer(unit), fits))
+    if current:
+        groups.append(current)
+    return groups

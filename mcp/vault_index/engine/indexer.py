@@ -1,0 +1,164 @@
+"""Incremental sync of sources into the store, then embedding of whatever lacks a vector.
+
+Order matters for "no write lands half-done": each file's rows are swapped in one transaction;
+vectors are a cache filled afterwards for every chunk that lacks one under the current model
+fingerprint. So an edit embeds only its new chunks, a model change embeds everything, and an
+interrupted run is finished by the next one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from vault_index.config import MAX_FILE_BYTES
+from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
+from vault_index.engine.models import Models
+from vault_index.engine.parse import parse_note
+from vault_index.engine.sources import walk_notes
+from vault_index.engine.store import Store
+from vault_index.errors import NotFoundError
+from vault_index.types import SyncReport
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+EMBED_COMMIT_BATCH = 64
+
+
+def _read_note(path: Path) -> tuple[str | None, bytes | None, str | None]:
+    """(text, raw bytes, problem). Reading never changes the file."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, None, f"skipped: {size:,} bytes is over the {MAX_FILE_BYTES:,} byte limit"
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, None, f"skipped: cannot read ({exc.strerror or exc})"
+    if b"\x00" in raw[:8192]:
+        return None, raw, "skipped: binary file"
+    try:
+        return raw.decode("utf-8-sig"), raw, None
+    except UnicodeDecodeError as exc:
+        return None, raw, f"skipped: not UTF-8 (byte {exc.start})"
+
+
+def register(store: Store, paths: Iterable[str]) -> list[tuple[int, Path]]:
+    registered = []
+    for raw in paths:
+        path = Path(raw).expanduser().resolve()
+        if not path.exists():
+            raise NotFoundError(f"{raw} does not exist")
+        if path.is_file() and path.suffix.lower() not in {".md", ".markdown", ".mdx", ".txt"}:
+            raise NotFoundError(f"{raw} is not a markdown or text file")
+        registered.append((store.add_source(str(path)), path))
+    return registered
+
+
+def sync(
+    store: Store,
+    models: Models,
+    paths: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    embed: bool = True,
+) -> SyncReport:
+    """Register `paths` as sources (none: every known source) and bring the index up to date."""
+    started = time.perf_counter()
+    report = SyncReport()
+    paths = list(paths or [])
+    targets = register(store, paths) if paths else [(i, Path(p)) for i, p in store.sources()]
+    embedder = models.embedder() if embed else None
+    count = embedder.count_tokens if embedder else approximate_tokens
+    max_tokens = embedder.max_tokens if embedder else 512
+
+    for source_id, root in targets:
+        if not root.exists():
+            report.problems.append((str(root), "source folder is missing; `vault-index remove` it"))
+            continue
+        files = [root] if root.is_file() else list(walk_notes(root))
+        known = store.file_paths(source_id)
+        for done, path in enumerate(files, start=1):
+            report.scanned += 1
+            _sync_file(store, source_id, path, report, count, max_tokens)
+            if progress:
+                progress("scan", done, len(files))
+        for gone in known - {str(p) for p in files}:
+            store.delete_file(gone)
+            store.record_problem(gone, None)
+            report.removed += 1
+
+    if embedder is not None:
+        report.vector_used = True
+        _embed_missing(store, embedder, report, progress)
+        store.prune_vectors()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _sync_file(store: Store, source_id: int, path: Path, report: SyncReport, count, max_tokens: int) -> None:
+    key = str(path)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        report.problems.append((key, f"skipped: {exc.strerror or exc}"))
+        return
+    state = store.file_state(key)
+    if state and state.mtime == stat.st_mtime and state.size == stat.st_size:
+        report.unchanged += 1
+        return
+    text, raw, problem = _read_note(path)
+    if problem:
+        report.problems.append((key, problem))
+        store.record_problem(key, problem)
+        if state:
+            store.delete_file(key)
+        return
+    digest = hashlib.sha256(raw).hexdigest()
+    if state and state.hash == digest:
+        store.touch_file(key, stat.st_mtime, stat.st_size)
+        report.unchanged += 1
+        return
+    note = parse_note(key, text)
+    chunks = chunk_note(note, count, max_tokens)
+    store.replace_file(source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks)
+    store.record_problem(key, note.frontmatter_error)
+    if note.frontmatter_error:
+        report.problems.append((key, note.frontmatter_error + " (body indexed)"))
+    report.indexed += 1
+
+
+def _embed_missing(store: Store, embedder, report: SyncReport, progress: Progress | None) -> None:
+    pending = store.chunks_missing_vectors(embedder.fingerprint)
+    total = len(pending)
+    for start in range(0, total, EMBED_COMMIT_BATCH):
+        batch = pending[start : start + EMBED_COMMIT_BATCH]
+        texts = [embed_text_for(title, heading, text) for _, title, heading, text in batch]
+        t0 = time.perf_counter()
+        vectors = embedder.embed_documents(texts)
+        report.embed_seconds += time.perf_counter() - t0
+        store.put_vectors(embedder.fingerprint, ((h, v.tobytes()) for (h, *_), v in zip(batch, vectors, strict=True)))
+        report.chunks_embedded += len(batch)
+        if progress:
+            progress("embed", min(start + len(batch), total), total)
+
+
+def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
+    """Re-index one file if it sits under a registered source (the edit hook's entry point)."""
+    real = os.path.realpath(path)
+    for source_id, root in store.sources():
+        root_real = os.path.realpath(root)
+        if real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep):
+            report = SyncReport()
+            embedder = models.embedder()
+            count = embedder.count_tokens if embedder else approximate_tokens
+            if os.path.exists(real):
+                _sync_file(store, source_id, Path(real), report, count, embedder.max_tokens if embedder else 512)
+            elif store.file_state(real):
+                store.delete_file(real)
+                report.removed += 1
+            if embedder is not None:
+                report.vector_used = True
+                _embed_missing(store, embedder, report, None)
+            return report
+    return None

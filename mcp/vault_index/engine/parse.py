@@ -1,0 +1,118 @@
+"""Markdown parsing: tolerant frontmatter, title, heading-path sections, wikilinks and tags.
+
+Parsing never raises on content: a note with broken YAML keeps its body searchable and carries
+the error so the indexer can report it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from vault_index.types import Note, Section
+
+HEADING_PATH_SEPARATOR = " > "
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
+_INLINE_TAG = re.compile(r"(?<![\w#&/])#([A-Za-z][\w/-]*)")
+
+
+def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
+    """Return (frontmatter, error, index of the first body line).
+
+    A file that opens with `---` but never closes it has no frontmatter: the whole file is body.
+    """
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return {}, None, 0
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            raw = "\n".join(lines[1:i])
+            try:
+                data = yaml.safe_load(raw) if raw.strip() else {}
+            except yaml.YAMLError as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
+                return {}, f"invalid YAML frontmatter: {first}", i + 1
+            if data is None:
+                return {}, None, i + 1
+            if not isinstance(data, dict):
+                return {}, "frontmatter is not a mapping of keys to values", i + 1
+            return {str(k): v for k, v in data.items()}, None, i + 1
+    return {}, None, 0
+
+
+def _tags_from(frontmatter: dict, body: str) -> tuple[str, ...]:
+    raw = frontmatter.get("tags") or []
+    if isinstance(raw, str):
+        raw = re.split(r"[,\s]+", raw)
+    tags = [str(t).lstrip("#") for t in raw if str(t).strip()] if isinstance(raw, list) else []
+    tags += _INLINE_TAG.findall(body)
+    return tuple(dict.fromkeys(t.lower() for t in tags))
+
+
+def parse_note(path: str, text: str) -> Note:
+    """Parse one note. `text` is the decoded file content."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    frontmatter, error, body_start = split_frontmatter(text)
+    lines = text.split("\n")
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []  # (level, heading text)
+    first_h1: str | None = None
+    in_fence: str | None = None
+    current_heading = ""
+    buffer_first_line = body_start + 1  # 1-based number of buffer[0]
+    buffer: list[str] = []
+    code_free: list[str] = []
+
+    def flush() -> None:
+        kept = [i for i, line in enumerate(buffer) if line.strip()]
+        if kept:
+            body = "\n".join(buffer[kept[0] : kept[-1] + 1])
+            first, last = buffer_first_line + kept[0], buffer_first_line + kept[-1]
+            sections.append(Section(current_heading, first, last, body))
+
+    for index in range(body_start, len(lines)):
+        line = lines[index]
+        fence = _FENCE.match(line)
+        if fence:
+            marker = fence.group(1)[0]
+            in_fence = None if in_fence == marker else (in_fence or marker)
+        heading = None if in_fence or fence else _HEADING.match(line)
+        if heading:
+            flush()
+            level, name = len(heading.group(1)), heading.group(2).strip()
+            if level == 1 and first_h1 is None:
+                first_h1 = name
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, name))
+            current_heading = HEADING_PATH_SEPARATOR.join(n for _, n in stack)
+            buffer_first_line = index + 2
+            buffer = []
+            continue
+        buffer.append(line)
+        if not in_fence and not fence:
+            code_free.append(line)
+    flush()
+
+    title_value = frontmatter.get("title")
+    title = (
+        str(title_value).strip()
+        if isinstance(title_value, (str, int, float)) and str(title_value).strip()
+        else first_h1 or Path(path).stem
+    )
+    # Text before the first heading belongs to the note as a whole: give it the title as path.
+    sections = [s if s.heading else Section(title, s.line_start, s.line_end, s.text) for s in sections]
+    body = "\n".join(code_free)
+    return Note(
+        path=path,
+        title=title,
+        frontmatter=frontmatter,
+        frontmatter_error=error,
+        tags=_tags_from(frontmatter, body),
+        links=tuple(dict.fromkeys(m.strip() for m in _WIKILINK.findall(body))),
+        sections=tuple(sections),
+    )

@@ -1,0 +1,361 @@
+"""The SQLite index: one file (WAL), FTS5 for keywords, vectors as blobs keyed by content hash.
+
+Everything here is derived from the notes and can be rebuilt: a file that is not a database is
+moved aside and a fresh index is created, never "repaired" in place.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from vault_index.errors import IndexBusyError, NotFoundError
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE sources(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, added_at REAL);
+        CREATE TABLE files(
+            id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL, path TEXT UNIQUE NOT NULL,
+            mtime REAL, size INTEGER, hash TEXT, title TEXT, tags TEXT, status TEXT,
+            frontmatter TEXT, indexed_at REAL);
+        CREATE INDEX files_source ON files(source_id);
+        CREATE TABLE chunks(
+            id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, ordinal INTEGER, heading TEXT,
+            line_start INTEGER, line_end INTEGER, text TEXT, hash TEXT);
+        CREATE INDEX chunks_file ON chunks(file_id);
+        CREATE INDEX chunks_hash ON chunks(hash);
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            title, heading, body, tokenize='porter unicode61 remove_diacritics 2');
+        CREATE TABLE embeddings(
+            hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL,
+            PRIMARY KEY(hash, model)) WITHOUT ROWID;
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+        CREATE TABLE problems(path TEXT PRIMARY KEY, message TEXT, seen_at REAL);
+        """
+    )
+
+
+MIGRATIONS = (m001_initial,)
+
+
+@dataclass(frozen=True)
+class FileState:
+    id: int
+    mtime: float
+    size: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    path: str
+    title: str
+    heading: str
+    line_start: int
+    line_end: int
+    text: str
+    status: str
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    return db
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    for number, migration in enumerate(MIGRATIONS, start=1):
+        if number > version:
+            with db:
+                migration(db)
+                db.execute(f"PRAGMA user_version = {number}")
+
+
+class Store:
+    """A connection to the index file. One per process and use case; not shared across threads."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.recovered_from: Path | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = _connect(self.path)
+            _migrate(self.db)
+        except sqlite3.DatabaseError as exc:
+            if _is_busy(exc):
+                raise IndexBusyError(f"index {self.path} is busy; try again shortly") from exc
+            # Trigger: the file exists but is not a readable index (truncated, overwritten).
+            # Why: the index is derived data; the notes are the record.
+            # Outcome: keep the bad file for inspection and start a fresh index.
+            self.recovered_from = self._move_aside()
+            self.db = _connect(self.path)
+            _migrate(self.db)
+
+    def _move_aside(self) -> Path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(str(self.path) + suffix)
+            if part.exists():
+                part.rename(Path(str(target) + suffix))
+        return target
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with self.db:
+                yield self.db
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise IndexBusyError(
+                    f"index {self.path} stayed locked by another process for "
+                    f"{BUSY_TIMEOUT_S:.0f} s; try again when it has finished"
+                ) from exc
+            raise
+
+    # --- meta -------------------------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str = "") -> str:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, db: sqlite3.Connection, key: str, value: str) -> None:
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def generation(self) -> int:
+        """Bumped whenever chunks or vectors change; in-memory vector caches key on it."""
+        return int(self.get_meta("generation", "0"))
+
+    def bump_generation(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    # --- sources ----------------------------------------------------------------------------
+
+    def sources(self) -> list[tuple[int, str]]:
+        return list(self.db.execute("SELECT id, path FROM sources ORDER BY path"))
+
+    def source_stats(self) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT s.path, COUNT(DISTINCT f.id), COUNT(c.id) FROM sources s "
+            "LEFT JOIN files f ON f.source_id = s.id LEFT JOIN chunks c ON c.file_id = f.id "
+            "GROUP BY s.id ORDER BY s.path"
+        )
+        return [{"path": p, "files": nf, "chunks": nc} for p, nf, nc in rows]
+
+    def add_source(self, path: str) -> int:
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)", (path, time.time()))
+        return self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
+
+    def remove_source(self, path: str) -> int:
+        row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
+        if not row:
+            raise NotFoundError(f"{path} is not a registered source; `vault-index sources` lists them")
+        paths = [p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = ?", row)]
+        with self.transaction() as db:
+            for file_path in paths:
+                self._delete_file(db, file_path)
+            db.execute("DELETE FROM sources WHERE id = ?", row)
+            db.execute("DELETE FROM problems WHERE path = ? OR path LIKE ?", (path, path + "/%"))
+            self.bump_generation(db)
+        return len(paths)
+
+    # --- files and chunks -------------------------------------------------------------------
+
+    def file_state(self, path: str) -> FileState | None:
+        row = self.db.execute(
+            "SELECT id, mtime, size, hash FROM files WHERE path = ?", (path,)
+        ).fetchone()
+        return FileState(*row) if row else None
+
+    def file_paths(self, source_id: int) -> set[str]:
+        return {p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = ?", (source_id,))}
+
+    def touch_file(self, path: str, mtime: float, size: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+
+    def replace_file(self, source_id: int, path: str, stat: tuple[float, int], digest: str, note, chunks) -> None:
+        """Swap a file's rows for new ones in one transaction: readers see old or new, never half."""
+        status = str(note.frontmatter.get("status") or "")
+        frontmatter = json.dumps(note.frontmatter, default=str, ensure_ascii=False)
+        with self.transaction() as db:
+            self._delete_file(db, path)
+            cursor = db.execute(
+                "INSERT INTO files(source_id, path, mtime, size, hash, title, tags, status, "
+                "frontmatter, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (source_id, path, stat[0], stat[1], digest, note.title, json.dumps(list(note.tags)),
+                 status, frontmatter, time.time()),
+            )
+            file_id = cursor.lastrowid
+            for chunk in chunks:
+                cid = db.execute(
+                    "INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash) "
+                    "VALUES (?,?,?,?,?,?,?)",
+                    (file_id, chunk.ordinal, chunk.heading, chunk.line_start, chunk.line_end,
+                     chunk.text, chunk.hash),
+                ).lastrowid
+                db.execute(
+                    "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?,?,?,?)",
+                    (cid, note.title, chunk.heading, chunk.text),
+                )
+            self.bump_generation(db)
+
+    def delete_file(self, path: str) -> None:
+        with self.transaction() as db:
+            self._delete_file(db, path)
+            self.bump_generation(db)
+
+    def _delete_file(self, db: sqlite3.Connection, path: str) -> None:
+        row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if not row:
+            return
+        db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", row)
+        db.execute("DELETE FROM chunks WHERE file_id = ?", row)
+        db.execute("DELETE FROM files WHERE id = ?", row)
+
+    def record_problem(self, path: str, message: str | None) -> None:
+        with self.transaction() as db:
+            if message:
+                db.execute("INSERT OR REPLACE INTO problems VALUES (?,?,?)", (path, message, time.time()))
+            else:
+                db.execute("DELETE FROM problems WHERE path = ?", (path,))
+
+    def problems(self) -> list[tuple[str, str]]:
+        return list(self.db.execute("SELECT path, message FROM problems ORDER BY path"))
+
+    # --- embeddings -------------------------------------------------------------------------
+
+    def chunks_missing_vectors(self, model: str) -> list[tuple[str, str, str, str]]:
+        """(hash, title, heading, text) of every distinct chunk with no vector for `model`."""
+        return list(
+            self.db.execute(
+                "SELECT c.hash, MIN(f.title), MIN(c.heading), MIN(c.text) FROM chunks c "
+                "JOIN files f ON f.id = c.file_id LEFT JOIN embeddings e "
+                "ON e.hash = c.hash AND e.model = ? WHERE e.hash IS NULL GROUP BY c.hash",
+                (model,),
+            )
+        )
+
+    def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO embeddings(hash, model, vector) VALUES (?, ?, ?)",
+                ((h, model, blob) for h, blob in items),
+            )
+            self.bump_generation(db)
+
+    def prune_vectors(self) -> int:
+        """Drop vectors no chunk uses any more (any model). Kept: vectors of live chunks."""
+        with self.transaction() as db:
+            return db.execute(
+                "DELETE FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"
+            ).rowcount
+
+    def vector_rows(self, model: str) -> list[tuple[int, bytes]]:
+        return list(
+            self.db.execute(
+                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+                "ON e.hash = c.hash AND e.model = ? ORDER BY c.id",
+                (model,),
+            )
+        )
+
+    def vector_count(self, model: str) -> int:
+        return self.db.execute(
+            "SELECT COUNT(*) FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = ?",
+            (model,),
+        ).fetchone()[0]
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def keyword(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """FTS5 bm25 (lower is better in SQLite; we flip the sign so higher is better)."""
+        rows = self.db.execute(
+            "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts) LIMIT ?",
+            (match, limit),
+        )
+        return list(rows)
+
+    def term_doc_count(self, match: str, cap: int) -> int:
+        """How many chunks match `match`, counting no further than `cap` (bounded cost)."""
+        return self.db.execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+            (match, cap),
+        ).fetchone()[0]
+
+    def chunk_rows(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            "SELECT c.id, f.path, f.title, c.heading, c.line_start, c.line_end, c.text, f.status "
+            f"FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+            ids,
+        )
+        return {r[0]: ChunkRow(*r) for r in rows}
+
+    def chunk_ids_matching(self, path_prefix: str | None, tags: Iterable[str], status: str | None) -> set[int]:
+        """Chunk ids that pass the filters (used only when a filter is given)."""
+        where, args = [], []
+        if path_prefix:
+            where.append("(f.path = ? OR f.path LIKE ? ESCAPE '\\')")
+            escaped = path_prefix.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            args += [path_prefix.rstrip("/"), escaped + "/%"]
+        for tag in tags:
+            where.append("EXISTS (SELECT 1 FROM json_each(f.tags) WHERE value = ?)")
+            args.append(tag.lower().lstrip("#"))
+        if status:
+            where.append("f.status = ?")
+            args.append(status)
+        sql = "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return {i for (i,) in self.db.execute(sql, args)}
+
+    def file_record(self, path: str) -> dict | None:
+        row = self.db.execute(
+            "SELECT f.path, f.title, f.tags, f.status, f.frontmatter, s.path, f.indexed_at "
+            "FROM files f JOIN sources s ON s.id = f.source_id WHERE f.path = ?",
+            (path,),
+        ).fetchone()
+        if not row:
+            return None
+        return {
+            "path": row[0], "title": row[1], "tags": json.loads(row[2] or "[]"), "status": row[3],
+            "frontmatter": json.loads(row[4] or "{}"), "source": row[5], "indexed_at": row[6],
+        }
+
+    def counts(self) -> dict[str, int]:
+        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "sources": one("SELECT COUNT(*) FROM sources"),
+            "files": one("SELECT COUNT(*) FROM files"),
+            "chunks": one("SELECT COUNT(*) FROM chunks"),
+        }
+
+
+def _is_busy(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text

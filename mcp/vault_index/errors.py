@@ -1,0 +1,37 @@
+"""The project's exceptions: each is mapped once to a CLI exit code and once to an MCP tool error."""
+
+
+class VaultIndexError(Exception):
+    """Base class. The message says what went wrong and what to do next."""
+
+    exit_code = 1
+
+
+class UsageError(VaultIndexError):
+    """The caller asked for something malformed (bad mode, empty query, bad limit)."""
+
+    exit_code = 2
+
+
+class NotFoundError(VaultIndexError):
+    """A path or source that the index does not know."""
+
+    exit_code = 3
+
+
+class OutsideSourcesError(VaultIndexError):
+    """A path that resolves outside every registered source (or into secrets/)."""
+
+    exit_code = 4
+
+
+class ModelUnavailableError(VaultIndexError):
+    """A model could not be loaded; search degrades to what is left."""
+
+    exit_code = 5
+
+
+class IndexBusyError(VaultIndexError):
+    """Another process holds the index for writing longer than the busy timeout."""
+
+    exit_code = 6

@@ -1,0 +1,41 @@
+"""Turning user text into a safe FTS5 query: stopwords dropped, every token quoted."""
+
+from __future__ import annotations
+
+import re
+
+# Queries are capped so a pasted document cannot turn into a thousand-term OR.
+MAX_QUERY_TERMS = 32
+MAX_QUERY_CHARS = 2000
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves i'm it's don't didn't doesn't
+    what's also get got any anything did does something thing things much many""".split()
+)
+
+_TOKEN = re.compile(r"[\w][\w'\-./:]*", re.UNICODE)
+
+
+def query_terms(query: str) -> list[str]:
+    """Lowercased content words of `query`, in order, without duplicates or stopwords."""
+    terms = []
+    for raw in _TOKEN.findall(query[:MAX_QUERY_CHARS].lower()):
+        term = raw.strip("'-./:")
+        if term and term not in STOPWORDS and term not in terms:
+            terms.append(term)
+    return terms[:MAX_QUERY_TERMS]
+
+
+def quote(term: str) -> str:
+    """An FTS5 string literal: no user input can become an operator or a syntax error."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_match(terms: list[str]) -> str:
+    return " OR ".join(quote(t) for t in terms)

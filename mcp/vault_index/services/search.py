@@ -1,0 +1,203 @@
+"""The one search pipeline. The CLI, the MCP server and the eval all call `Searcher.search`.
+
+Stages, in order:
+1. keyword: stopword-free, quoted FTS5 query, bm25, CANDIDATES_PER_SIDE deep;
+2. vector: the query embedded, kNN over chunk vectors, as deep;
+3. fusion: weighted RRF, the keyword weight set per query by how rare its words are;
+4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
+5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
+A stage that cannot run (no embedding model, no reranker) is skipped and the result says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from vault_index.engine.chunk import embed_text_for
+from vault_index.engine.models import Models
+from vault_index.engine.store import Store
+from vault_index.engine.vectors import open_vector_index
+from vault_index.errors import UsageError
+from vault_index.services import fusion
+from vault_index.services.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
+from vault_index.types import Candidate, Hit, SearchResult
+
+MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
+DEFAULT_MODE = "hybrid+rerank"
+MAX_LIMIT = 100
+SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
+FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
+
+
+@dataclass(frozen=True)
+class Filters:
+    path_prefix: str | None = None
+    tags: tuple[str, ...] = ()
+    status: str | None = None
+
+    def active(self) -> bool:
+        return bool(self.path_prefix or self.tags or self.status)
+
+
+@dataclass
+class _Trace:
+    keyword: dict[int, Candidate] = field(default_factory=dict)
+    vector: dict[int, Candidate] = field(default_factory=dict)
+    fused: dict[int, float] = field(default_factory=dict)
+    reranked: dict[int, float] = field(default_factory=dict)
+    keyword_weight: float | None = None
+
+
+class Searcher:
+    """Holds the store, the lazily loaded models and the in-memory vector index."""
+
+    def __init__(self, store: Store, models: Models, vector_backend: str = "auto"):
+        self.store, self.models, self.vector_backend = store, models, vector_backend
+        self._vector_index = None
+
+    def vector_index(self):
+        embedder = self.models.embedder()
+        if embedder is None:
+            return None
+        if self._vector_index is None or self._vector_index.model != embedder.fingerprint:
+            self._vector_index = open_vector_index(self.store, embedder.fingerprint, self.vector_backend)
+        return self._vector_index
+
+    def search(
+        self,
+        query: str,
+        mode: str = DEFAULT_MODE,
+        limit: int = 10,
+        filters: Filters | None = None,
+        explain: bool = False,
+    ) -> SearchResult:
+        if mode not in MODES:
+            raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise UsageError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        query = (query or "").strip()
+        if not query:
+            raise UsageError("the query is empty; say what to look for")
+        notices: list[str] = []
+        if len(query) > MAX_QUERY_CHARS:
+            notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
+            query = query[:MAX_QUERY_CHARS]
+        filters = filters or Filters()
+        allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status) if filters.active() else None
+        trace = _Trace()
+        terms = query_terms(query)
+        vector_used = reranked = False
+
+        if mode == "grep":
+            order = self._grep(terms, allowed)
+        else:
+            keyword = self._keyword(terms, allowed) if mode != "vector" else []
+            vector: list[Candidate] = []
+            if mode != "keyword":
+                vector, vector_used = self._vector(query, allowed, notices)
+            trace.keyword = {c.chunk_id: c for c in keyword}
+            trace.vector = {c.chunk_id: c for c in vector}
+            if mode == "keyword" or not vector_used:
+                order = [(c.chunk_id, c.score) for c in keyword]
+            elif mode == "vector":
+                order = [(c.chunk_id, c.score) for c in vector]
+            else:
+                weight = self._keyword_weight(terms)
+                trace.keyword_weight = weight
+                order = fusion.reciprocal_rank_fusion([(keyword, weight), (vector, fusion.VECTOR_WEIGHT)])
+                trace.fused = dict(order)
+                if mode == "hybrid+rerank":
+                    order, reranked = self._rerank(query, order, notices)
+                    if reranked:
+                        trace.reranked = dict(order[: fusion.RERANK_TOP])
+
+        rows = self.store.chunk_rows(cid for cid, _ in order)
+        order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
+        hits = tuple(self._hit(rows[cid], score, terms, trace if explain else None) for cid, score in order if cid in rows)
+        return SearchResult(query, mode, vector_used, reranked, hits, tuple(notices))
+
+    # --- stages -----------------------------------------------------------------------------
+
+    def _keyword(self, terms: list[str], allowed: set[int] | None) -> list[Candidate]:
+        if not terms:
+            return []
+        depth = FILTERED_KEYWORD_DEPTH if allowed is not None else fusion.CANDIDATES_PER_SIDE
+        pairs = self.store.keyword(fts_match(terms), depth)
+        if allowed is not None:
+            pairs = [p for p in pairs if p[0] in allowed][: fusion.CANDIDATES_PER_SIDE]
+        return fusion.ranked(pairs)
+
+    def _vector(self, query: str, allowed: set[int] | None, notices: list[str]) -> tuple[list[Candidate], bool]:
+        index = self.vector_index()
+        if index is None:
+            notices.append(f"vector search off: {self.models.embed_error}; keyword results only")
+            return [], False
+        vector = self.models.embedder().embed_query(query)
+        return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), True
+
+    def _keyword_weight(self, terms: list[str]) -> float:
+        total = self.store.counts()["chunks"]
+        cap = fusion.rare_df_limit(total) + 1  # counting past the rare limit tells nothing more
+        dfs = [self.store.term_doc_count(quote(t), cap) for t in terms]
+        return fusion.keyword_weight(dfs, total)
+
+    def _rerank(self, query: str, fused: list[tuple[int, float]], notices: list[str]):
+        reranker = self.models.reranker()
+        if reranker is None:
+            notices.append(f"rerank off: {self.models.rerank_error}; fusion order")
+            return fused, False
+        head = [cid for cid, _ in fused[: fusion.RERANK_TOP]]
+        rows = self.store.chunk_rows(head)
+        documents = [embed_text_for(rows[c].title, rows[c].heading, rows[c].text) for c in head]
+        scores = reranker.score(query, documents) if documents else []
+        return fusion.rerank_order(fused, scores), True
+
+    def _grep(self, terms: list[str], allowed: set[int] | None) -> list[tuple[int, float]]:
+        """Baseline for the eval: chunks ranked by how many distinct query words they contain."""
+        if not terms:
+            return []
+        patterns = [re.compile(re.escape(t), re.IGNORECASE) for t in terms]
+        scored = []
+        for cid, text in self.store.db.execute("SELECT id, text FROM chunks"):
+            if allowed is not None and cid not in allowed:
+                continue
+            count = sum(1 for p in patterns if p.search(text))
+            if count:
+                scored.append((cid, float(count)))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[: fusion.CANDIDATES_PER_SIDE]
+
+    # --- hits -------------------------------------------------------------------------------
+
+    def _hit(self, row, score: float, terms: list[str], trace: _Trace | None) -> Hit:
+        explain = {}
+        if trace is not None:
+            k, v = trace.keyword.get(row.id), trace.vector.get(row.id)
+            explain = {
+                "keyword": {"rank": k.rank, "score": round(k.score, 4)} if k else None,
+                "vector": {"rank": v.rank, "score": round(v.score, 4)} if v else None,
+                "fusion": {"score": round(trace.fused[row.id], 6), "keyword_weight": round(trace.keyword_weight, 3),
+                           "version": fusion.FUSION_VERSION} if row.id in trace.fused else None,
+                "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
+            }
+        return Hit(
+            path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
+            score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
+        )
+
+
+def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
+    """The chunk text if it fits, else a window around the first query word found."""
+    text = text.strip()
+    if len(text) <= budget:
+        return text
+    lower = text.lower()
+    positions = [lower.find(t) for t in terms if lower.find(t) >= 0]
+    start = max(0, min(positions) - budget // 4) if positions else 0
+    start = min(start, len(text) - budget)
+    if start > 0:  # begin on a word, not inside one
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < start + 40 else start
+    piece = text[start : start + budget].strip()
+    return ("…" if start > 0 else "") + piece + ("…" if start + budget < len(text) else "")

@@ -1,0 +1,1 @@
+"""Surfaces: the terminal CLI and the MCP server. Thin shells over services.app.App."""

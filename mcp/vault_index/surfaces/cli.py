@@ -1,0 +1,258 @@
+"""`vault-index`: with no command it serves MCP over stdio; otherwise a terminal CLI.
+
+Data goes to stdout, progress and messages to stderr. `--json` output is documented in
+docs/cli.md and kept stable for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+
+from vault_index import __version__
+from vault_index.errors import VaultIndexError
+
+
+def _json(data) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def result_json(result, explain: bool = False) -> dict:
+    hits = []
+    for hit in result.hits:
+        item = {key: getattr(hit, key) for key in ("path", "heading", "line_start", "line_end", "score", "snippet")}
+        item["status"] = hit.status
+        if explain:
+            item["explain"] = hit.explain
+        hits.append(item)
+    return {"query": result.query, "mode": result.mode, "vector_used": result.vector_used,
+            "reranked": result.reranked, "notices": list(result.notices), "hits": hits}
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal and not silenced."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self._last = None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        line = f"\r{phase:5} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        if line != self._last:
+            sys.stderr.write(line + ("\n" if done >= total else ""))
+            sys.stderr.flush()
+            self._last = line
+
+
+def _say(args, message: str) -> None:
+    if not getattr(args, "silent", False):
+        print(message, file=sys.stderr)
+
+
+def cmd_index(app, args) -> int:
+    report = app.index(args.paths or None, Progress(not args.silent))
+    data = asdict(report)
+    if args.json:
+        print(_json(data))
+    else:
+        print(
+            f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.removed} removed; "
+            f"{report.chunks_embedded} chunks embedded in {report.embed_seconds:.1f} s "
+            f"(total {report.seconds:.1f} s)"
+        )
+        if not report.vector_used:
+            _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
+        for path, message in report.problems:
+            _say(args, f"  {path}: {message}")
+    return 0
+
+
+def cmd_search(app, args) -> int:
+    from vault_index.services.search import Filters
+
+    filters = Filters(args.path, tuple(args.tag or ()), args.status)
+    queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
+    batch = args.query == "-"
+    for query in queries:
+        if batch and not query:
+            continue
+        result = app.search(query, args.mode, args.n, filters, args.explain)
+        if args.json or batch:
+            print(_json(result_json(result, args.explain)), flush=True)
+            continue
+        for notice in result.notices:
+            _say(args, f"note: {notice}")
+        if not result.hits:
+            _say(args, "no hits")
+        for number, hit in enumerate(result.hits, start=1):
+            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}")
+            print(f"    {hit.heading}" + (f"  [{hit.status}]" if hit.status else ""))
+            snippet = " ".join(hit.snippet.split())
+            print(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+            if args.explain:
+                print(f"    explain: {_json(hit.explain)}")
+    return 0
+
+
+def cmd_get(app, args) -> int:
+    note = app.get_note(args.path, args.start, args.lines)
+    if args.json:
+        print(_json(note))
+    else:
+        sys.stdout.write(note["content"] + "\n")
+        if note["truncated"]:
+            _say(args, f"(cut at line {note['line_end']} of {note['total_lines']}; use --start)")
+    return 0
+
+
+def cmd_sources(app, args) -> int:
+    sources = app.sources()
+    if args.json:
+        print(_json(sources))
+    elif not sources:
+        _say(args, "no sources yet: `vault-index index PATH` adds one")
+    for source in sources if not args.json else []:
+        print(f"{source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+    return 0
+
+
+def cmd_remove(app, args) -> int:
+    removed = app.remove(args.path)
+    print(_json({"removed_files": removed}) if args.json else f"removed {args.path} ({removed} files)")
+    return 0
+
+
+def cmd_status(app, args) -> int:
+    status = app.status()
+    if args.json:
+        print(_json(status))
+        return 0
+    print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
+    print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
+    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
+    print(f"rerank    {'on' if status['rerank'] else 'off'} ({status['rerank_model']})")
+    for problem in status["problems"]:
+        print(f"problem   {problem['path']}: {problem['message']}")
+    if status["recovered_from"]:
+        print(f"recovered a corrupt index; the old file is at {status['recovered_from']}")
+    return 0
+
+
+def cmd_eval(app, args) -> int:
+    from vault_index.services.evaluation import run_eval
+
+    return run_eval(app, args)
+
+
+def cmd_bench(app, args) -> int:
+    from vault_index.services.bench import run_bench
+
+    return run_bench(args)
+
+
+def cmd_serve(app, args) -> int:
+    from vault_index.surfaces.server import serve_stdio
+
+    serve_stdio()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from vault_index.services.search import DEFAULT_MODE, MODES
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument("-s", "--silent", action="store_true", help="no progress or notes on stderr")
+    parser = argparse.ArgumentParser(
+        prog="vault-index",
+        description="Hybrid keyword + vector search over markdown notes. "
+        "With no command, serves MCP over stdio.",
+    )
+    parser.add_argument("--version", action="version", version=f"vault-index {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("index", parents=[common], help="add folders/files as sources and sync them")
+    p.add_argument("paths", nargs="*", help="folders or files; none re-syncs every source")
+    p.set_defaults(run=cmd_index)
+
+    p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
+    p.add_argument("query", help="the question; '-' reads one query per line and prints JSON lines")
+    p.add_argument("-n", type=int, default=10, help="number of hits (1-100, default 10)")
+    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
+    p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
+    p.add_argument("--path", help="only files under this path prefix")
+    p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
+    p.add_argument("--status", help="only notes with this frontmatter status")
+    p.set_defaults(run=cmd_search)
+
+    p = sub.add_parser("get", parents=[common], help="print a note inside a registered source")
+    p.add_argument("path")
+    p.add_argument("--start", type=int, default=1, help="first line (1-based)")
+    p.add_argument("--lines", type=int, default=2000, help="how many lines (max 2000)")
+    p.set_defaults(run=cmd_get)
+
+    p = sub.add_parser("sources", parents=[common], help="list registered sources")
+    p.set_defaults(run=cmd_sources)
+    p = sub.add_parser("remove", parents=[common], help="unregister a source and drop its files")
+    p.add_argument("path")
+    p.set_defaults(run=cmd_remove)
+    p = sub.add_parser("status", parents=[common], help="index state, models, vector backend, problems")
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("eval", parents=[common], help="score retrieval on the golden set")
+    p.add_argument("--golden", default="eval/golden.jsonl")
+    p.add_argument("--vault", default="example-vault", help="folder the golden labels point into")
+    p.add_argument("--modes", default="all", help="'all' or comma-separated modes")
+    p.add_argument("--baseline", help="fail (exit 1) if a hybrid metric drops > 0.03 below this file")
+    p.add_argument("--save", help="write the scores to this file (a new baseline)")
+    p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
+    p.add_argument("--weight", type=float, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(run=cmd_eval)
+
+    p = sub.add_parser("bench", parents=[common], help="speed and memory benchmark (reports, never fails)")
+    p.add_argument("--sizes", default="1000,10000,100000", help="chunk counts of the synthetic vaults")
+    p.add_argument("--queries", type=int, default=200, help="queries per mode and size")
+    p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and fewer queries")
+    p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("serve", help="serve MCP over stdio (the default with no command)")
+    p.set_defaults(run=cmd_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        from vault_index.surfaces.server import serve_stdio
+
+        serve_stdio()
+        return 0
+    args = build_parser().parse_args(argv)
+    if not getattr(args, "command", None):
+        build_parser().print_help()
+        return 2
+    if os.environ.get("NO_COLOR") is not None:
+        pass  # output is plain text already; honoured by never emitting colour
+    from vault_index.services.app import App
+
+    try:
+        app = None if args.command in ("bench", "serve") else App.open()
+        try:
+            return args.run(app, args)
+        finally:
+            if app is not None:
+                app.close()
+    except VaultIndexError as exc:
+        print(f"vault-index: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,88 @@
+"""Plain data shared by every layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of body lines under one heading path."""
+
+    heading: str
+    line_start: int
+    line_end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A parsed markdown file."""
+
+    path: str
+    title: str
+    frontmatter: dict
+    frontmatter_error: str | None
+    tags: tuple[str, ...]
+    links: tuple[str, ...]
+    sections: tuple[Section, ...]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a note small enough for the embedder's window."""
+
+    ordinal: int
+    heading: str
+    line_start: int
+    line_end: int
+    text: str
+    embed_text: str  # title/heading context + text: what the embedder reads
+    hash: str  # of embed_text; the vector cache key together with the model fingerprint
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One chunk as a retrieval stage saw it: 1-based rank and raw score."""
+
+    chunk_id: int
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    heading: str
+    line_start: int
+    line_end: int
+    score: float
+    snippet: str
+    status: str = ""
+    explain: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: str
+    vector_used: bool
+    reranked: bool
+    hits: tuple[Hit, ...]
+    notices: tuple[str, ...] = ()
+
+
+@dataclass
+class SyncReport:
+    """What one index run did. Mutable: the indexer fills it as it goes."""
+
+    scanned: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    vector_used: bool = False
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
