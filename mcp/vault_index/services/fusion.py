@@ -12,54 +12,53 @@ from collections.abc import Sequence
 from vault_index.types import Candidate
 
 # Bump when the formula changes, so results and baselines say which ranking produced them.
-FUSION_VERSION = "rrf-adaptive-1"
-RRF_K = 60  # the usual reciprocal-rank-fusion constant; flat enough that rank 1 does not dominate
+FUSION_VERSION = "cosine+idf-coverage-1"
 CANDIDATES_PER_SIDE = 50  # how deep each side is read before fusion
 RERANK_TOP = 10  # how many fused hits the cross-encoder reorders
-# Keyword weight bounds. A query whose words are ordinary in the vault (a paraphrase) fuses at
-# KEYWORD_WEIGHT_MIN, where keywords only break ties; a query made of rare words (names, dates,
-# ticket ids) moves towards KEYWORD_WEIGHT_MAX, where the exact match leads. No single fixed weight
-# served both kinds of question on the eval.
-KEYWORD_WEIGHT_MIN = 0.1
-KEYWORD_WEIGHT_MAX = 1.5
-# A term is rare when at most this share of chunks contain it (and never fewer than RARE_DF_MIN).
-RARE_DF_SHARE = 0.01
-RARE_DF_MIN = 3
-VECTOR_WEIGHT = 1.0
+# Fused score = cosine similarity + COVERAGE_WEIGHT * coverage ** COVERAGE_POWER, where coverage
+# is the IDF-weighted share of the query's matched terms that the chunk contains. A paraphrase
+# matches only common words scattered over many chunks: coverage stays low everywhere and the
+# cosine order stands. A question full of names, dates and ids has a chunk that holds all its
+# rare terms: coverage near 1 lifts it above chunks that merely sound alike. The power keeps
+# partial matches small. Chosen by a sweep on the eval (docs/adr/0002-fusion.md); weighted RRF,
+# whatever its keyword weight, lost either the paraphrases or the names there: do not go back to
+# it without a before/after eval run.
+COVERAGE_WEIGHT = 0.25
+COVERAGE_POWER = 3
 DEPRECATED_PENALTY = 0.5  # deprecated notes stay findable but rank below live ones
 
 
-def rare_df_limit(total_chunks: int) -> int:
-    return max(RARE_DF_MIN, int(total_chunks * RARE_DF_SHARE))
+def idf(doc_count: int, total_chunks: int) -> float:
+    return math.log((total_chunks + 1) / doc_count) if doc_count > 0 else 0.0
 
 
-def keyword_weight(term_doc_counts: Sequence[int], total_chunks: int) -> float:
-    """The keyword side's fusion weight for one query, from how rare its matched terms are.
+def coverage(present: Sequence[bool], weights: Sequence[float]) -> float:
+    """IDF-weighted share of query terms present in a chunk; terms matching nothing weigh 0."""
+    total = sum(weights)
+    return sum(w for p, w in zip(present, weights, strict=True) if p) / total if total else 0.0
 
-    Terms that match nothing carry no evidence either way and are left out.
+
+def coverage_fusion(
+    vector: Sequence[Candidate],
+    keyword: Sequence[Candidate],
+    coverages: dict[int, float],
+    weight: float = COVERAGE_WEIGHT,
+    power: int = COVERAGE_POWER,
+) -> list[tuple[int, float]]:
+    """Fuse the two candidate lists, best first.
+
+    A chunk only the keyword side found gets the lowest cosine the vector side returned.
     """
-    matched = [df for df in term_doc_counts if df > 0]
-    if not matched:
-        return KEYWORD_WEIGHT_MIN
-    limit = rare_df_limit(total_chunks)
-    rare_share = sum(1 for df in matched if df <= limit) / len(matched)
-    return KEYWORD_WEIGHT_MIN + (KEYWORD_WEIGHT_MAX - KEYWORD_WEIGHT_MIN) * rare_share
+    cosines = {c.chunk_id: c.score for c in vector}
+    floor = min(cosines.values()) if cosines else 0.0
+    ids = list(cosines) + [c.chunk_id for c in keyword if c.chunk_id not in cosines]
+    scored = {cid: cosines.get(cid, floor) + weight * coverages.get(cid, 0.0) ** power for cid in ids}
+    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))
 
 
 def ranked(pairs: Sequence[tuple[int, float]]) -> list[Candidate]:
     """(id, score) pairs already in best-first order -> candidates with 1-based ranks."""
     return [Candidate(cid, rank, score) for rank, (cid, score) in enumerate(pairs, start=1)]
-
-
-def reciprocal_rank_fusion(
-    sides: Sequence[tuple[Sequence[Candidate], float]], k: int = RRF_K
-) -> list[tuple[int, float]]:
-    """Weighted RRF: sum of weight / (k + rank) over the sides that found each id, best first."""
-    scores: dict[int, float] = {}
-    for candidates, weight in sides:
-        for candidate in candidates:
-            scores[candidate.chunk_id] = scores.get(candidate.chunk_id, 0.0) + weight / (k + candidate.rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
 def rerank_order(

@@ -3,7 +3,7 @@
 Stages, in order:
 1. keyword: stopword-free, quoted FTS5 query, bm25, CANDIDATES_PER_SIDE deep;
 2. vector: the query embedded, kNN over chunk vectors, as deep;
-3. fusion: weighted RRF, the keyword weight set per query by how rare its words are;
+3. fusion: cosine plus an IDF-weighted term-coverage bonus (fusion.coverage_fusion);
 4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
 5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
 A stage that cannot run (no embedding model, no reranker) is skipped and the result says so.
@@ -27,6 +27,9 @@ MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
 DEFAULT_MODE = "hybrid+rerank"
 MAX_LIMIT = 100
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
+# Document frequencies are counted no further than this (or 1% of chunks): bounded cost per term,
+# and past it a term is common whatever its exact count.
+DF_COUNT_CAP = 1000
 FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
 
 
@@ -46,7 +49,7 @@ class _Trace:
     vector: dict[int, Candidate] = field(default_factory=dict)
     fused: dict[int, float] = field(default_factory=dict)
     reranked: dict[int, float] = field(default_factory=dict)
-    keyword_weight: float | None = None
+    coverage: dict[int, float] = field(default_factory=dict)
 
 
 class Searcher:
@@ -103,9 +106,8 @@ class Searcher:
             elif mode == "vector":
                 order = [(c.chunk_id, c.score) for c in vector]
             else:
-                weight = self._keyword_weight(terms)
-                trace.keyword_weight = weight
-                order = fusion.reciprocal_rank_fusion([(keyword, weight), (vector, fusion.VECTOR_WEIGHT)])
+                trace.coverage = self._coverages(terms, keyword, vector)
+                order = fusion.coverage_fusion(vector, keyword, trace.coverage)
                 trace.fused = dict(order)
                 if mode == "hybrid+rerank":
                     order, reranked = self._rerank(query, order, notices)
@@ -136,11 +138,20 @@ class Searcher:
         vector = self.models.embedder().embed_query(query)
         return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), True
 
-    def _keyword_weight(self, terms: list[str]) -> float:
+    def _coverages(self, terms: list[str], keyword: list[Candidate], vector: list[Candidate]) -> dict[int, float]:
+        """Each candidate's IDF-weighted share of the query terms (word-start match, any case)."""
+        if not terms:
+            return {}
         total = self.store.counts()["chunks"]
-        cap = fusion.rare_df_limit(total) + 1  # counting past the rare limit tells nothing more
-        dfs = [self.store.term_doc_count(quote(t), cap) for t in terms]
-        return fusion.keyword_weight(dfs, total)
+        cap = max(DF_COUNT_CAP, total // 100)
+        weights = [fusion.idf(self.store.term_doc_count(quote(t), cap), total) for t in terms]
+        patterns = [re.compile(r"(?<!\w)" + re.escape(t), re.IGNORECASE) for t in terms]
+        rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
+        result = {}
+        for cid, row in rows.items():
+            text = f"{row.title}\n{row.heading}\n{row.text}"
+            result[cid] = fusion.coverage([bool(p.search(text)) for p in patterns], weights)
+        return result
 
     def _rerank(self, query: str, fused: list[tuple[int, float]], notices: list[str]):
         reranker = self.models.reranker()
@@ -177,7 +188,7 @@ class Searcher:
             explain = {
                 "keyword": {"rank": k.rank, "score": round(k.score, 4)} if k else None,
                 "vector": {"rank": v.rank, "score": round(v.score, 4)} if v else None,
-                "fusion": {"score": round(trace.fused[row.id], 6), "keyword_weight": round(trace.keyword_weight, 3),
+                "fusion": {"score": round(trace.fused[row.id], 6), "coverage": round(trace.coverage.get(row.id, 0.0), 4),
                            "version": fusion.FUSION_VERSION} if row.id in trace.fused else None,
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
             }

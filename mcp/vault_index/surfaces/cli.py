@@ -213,7 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="fail (exit 1) if a hybrid metric drops > 0.03 below this file")
     p.add_argument("--save", help="write the scores to this file (a new baseline)")
     p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
-    p.add_argument("--weight", type=float, default=None, help=argparse.SUPPRESS)
     p.set_defaults(run=cmd_eval)
 
     p = sub.add_parser("bench", parents=[common], help="speed and memory benchmark (reports, never fails)")

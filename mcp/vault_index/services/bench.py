@@ -1,0 +1,412 @@
+"""`vault-index bench`: speed and memory on synthetic vaults. Reports numbers, never fails (exit 0).
+
+What is real and what is a stand-in (docs/bench.md says what each number means):
+- the indexer (parse, chunk, FTS5), the store and `Searcher.search` are the real code paths;
+- the vector side uses PRECOMPUTED random unit vectors (384 d) written into the embeddings table,
+  and a query "embedder" that returns a random unit vector: embedding 100k chunks with the real
+  model would take hours here. Embedder cost is measured on its own, on a small sample, with the
+  real shipped model (`shipped:minilm`);
+- nothing is downloaded: models load from the local cache only (HF_HUB_OFFLINE=1).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+from vault_index.engine import indexer
+from vault_index.engine.chunk import approximate_tokens, embed_text_for
+from vault_index.engine.models import Models
+from vault_index.engine.store import Store
+from vault_index.engine.vectors import NumpyIndex, SqliteVecIndex, sqlite_vec_connection
+from vault_index.services.search import Searcher
+
+DIM = 384
+SECTIONS_PER_FILE = 5  # each "## section" is one chunk (sections stay well under the chunk size)
+FILES_PER_DIR = 500
+QUICK_SIZES, QUICK_QUERIES = (1000, 10000), 50
+SQLITE_VEC_QUERIES = 50  # sqlite-vec scans every vector per query: fewer queries keep the run short
+RERANK_QUERIES = 30
+REINDEX_EDITS = 5
+EMBED_SAMPLE_CHUNKS = 200
+TARGETS = {"hybrid_p95_ms_at_100k": 50.0, "index_overhead_pct": 15.0, "server_start_ratio": 1.3}
+COMMON = """the project deploy cache database query index server client meeting decision review
+release bug fix test build pipeline config migration schema latency memory timeout retry error
+log metric alert dashboard user account token session auth permission role team sprint ticket
+design document note idea plan roadmap budget vendor contract invoice customer feedback support
+incident outage rollback hotfix branch merge commit repository docker kubernetes cluster node
+pod service endpoint api request response payload json yaml parser lexer compiler runtime python
+rust typescript frontend backend mobile android ios browser cookie storage bucket queue worker job
+scheduler cron backup restore snapshot replica shard partition vector embedding search ranking
+model training dataset evaluation benchmark prompt agent tool workflow hook plugin extension
+install upgrade dependency version package license security audit secret key certificate network
+proxy dns firewall load balancer cdn latency throughput capacity cost estimate forecast quarter
+goal objective result lesson learned retrospective postmortem owner stakeholder interview hiring
+onboarding handbook policy process checklist template weekly daily standup demo launch""".split()
+SYLLABLES = "ka ri to mo na lu ve shi ra po de ni zu ba ko li me sa tu ga".split()
+
+
+def _say(args, message: str) -> None:
+    if not getattr(args, "silent", False):
+        print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def _rss_mb() -> dict:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    current = None
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                current = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return {"peak_rss_mb": round(peak, 1), "rss_mb": round(current, 1) if current else None}
+
+
+def _pct(samples: list[float]) -> dict:
+    """p50/p95/mean in milliseconds of a list of seconds."""
+    if not samples:
+        return {}
+    ms = sorted(s * 1000 for s in samples)
+    at = lambda q: ms[min(len(ms) - 1, int(round(q * (len(ms) - 1))))]  # noqa: E731
+    return {"p50_ms": round(at(0.5), 2), "p95_ms": round(at(0.95), 2), "mean_ms": round(statistics.fmean(ms), 2),
+            "n": len(ms)}
+
+
+class RandomEmbedder:
+    """Stand-in embedder: random unit vectors (deterministic per text), approximate token counts."""
+
+    fingerprint = "bench-random-unit-384"
+    max_tokens = 512
+
+    def count_tokens(self, text: str) -> int:
+        return approximate_tokens(text)
+
+    def embed_documents(self, texts: list[str]):
+        return _unit_vectors(len(texts), zlib.crc32("\x00".join(texts).encode()))
+
+    def embed_query(self, text: str):
+        return _unit_vectors(1, zlib.crc32(text.encode()))[0]
+
+
+def _unit_vectors(n: int, seed: int):
+    import numpy as np
+
+    matrix = np.random.default_rng(seed).standard_normal((n, DIM), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+# --- synthetic vault ---------------------------------------------------------------------------
+
+
+class Vocabulary:
+    def __init__(self, rng: random.Random, n_rare: int):
+        extra = {"".join(rng.choices(SYLLABLES, k=rng.randint(2, 4))) for _ in range(3000)}
+        self.words = list(dict.fromkeys(COMMON + sorted(extra)))
+        self.weights = [1.0 / (rank + 8) for rank in range(len(self.words))]  # Zipf-like
+        self.rare = [f"{''.join(rng.choices(SYLLABLES, k=3)).capitalize()}{i}" for i in range(n_rare // 2)]
+        self.rare += [f"INC-{10000 + i * 7}" for i in range(n_rare - len(self.rare))]
+
+
+def write_vault(root: Path, chunks: int, seed: int = 7) -> dict:
+    """About `chunks` sections of ~80 words in files of SECTIONS_PER_FILE sections; returns facts."""
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng, max(20, chunks // 10))
+    n_files = max(1, -(-chunks // SECTIONS_PER_FILE))
+    total_words = n_files * SECTIONS_PER_FILE * 90
+    picks = iter(rng.choices(vocab.words, cum_weights=_cumulative(vocab.weights), k=total_words))
+    rare_used: list[str] = []
+    for f in range(n_files):
+        folder = root / f"d{f // FILES_PER_DIR:03d}"
+        if f % FILES_PER_DIR == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        title = f"{next(picks).capitalize()} {next(picks)} note {f}"
+        parts = [f"---\ntags: [{next(picks)}, bench]\nstatus: {'deprecated' if f % 50 == 0 else 'canonical'}\n---\n",
+                 f"# {title}\n"]
+        for s in range(SECTIONS_PER_FILE):
+            words = [next(picks) for _ in range(rng.randint(60, 90))]
+            if rng.random() < 0.4:
+                name = rng.choice(vocab.rare)
+                words.insert(rng.randrange(len(words)), name)
+                rare_used.append(name)
+            cut = len(words) // 2
+            parts.append(f"## {words[0].capitalize()} {words[1]} {s}\n\n"
+                         f"{' '.join(words[:cut])}.\n\n{' '.join(words[cut:])}.\n")
+        (folder / f"n{f:06d}.md").write_text("\n".join(parts), encoding="utf-8")
+    return {"files": n_files, "vocab": vocab, "rare_used": rare_used}
+
+
+def _cumulative(weights: list[float]) -> list[float]:
+    total, out = 0.0, []
+    for w in weights:
+        total += w
+        out.append(total)
+    return out
+
+
+def make_queries(facts: dict, n: int, seed: int = 11) -> list[str]:
+    """A mix: paraphrase-like common words, rare name or id plus context, and questions."""
+    rng = random.Random(seed)
+    vocab = facts["vocab"]
+    mid = vocab.words[20:600]
+    rare = facts["rare_used"] or vocab.rare
+    queries = []
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:
+            queries.append(" ".join(rng.sample(mid, 3)))
+        elif kind == 1:
+            queries.append(f"{rng.choice(rare)} {rng.choice(mid)}")
+        else:
+            queries.append(f"how did we handle the {rng.choice(mid)} {rng.choice(mid)} problem")
+    return queries
+
+
+# --- one size ----------------------------------------------------------------------------------
+
+
+def bench_size(args, size: int, n_queries: int, workdir: Path, reranker) -> dict:
+    out: dict = {"size": size}
+    root, db_path = workdir / f"vault-{size}", workdir / f"index-{size}.db"
+    t0 = time.perf_counter()
+    facts = write_vault(root, size)
+    out["generate_s"] = round(time.perf_counter() - t0, 2)
+    _say(args, f"{size:,}: wrote {facts['files']:,} files in {out['generate_s']} s; indexing (keyword path)")
+
+    store = Store(db_path)
+    report = indexer.sync(store, Models.fixed(None), [str(root)], embed=False)
+    chunks = store.counts()["chunks"]
+    out.update(files=facts["files"], chunks=chunks, index_s=round(report.seconds, 2),
+               index_files_per_s=round(facts["files"] / report.seconds, 1),
+               index_chunks_per_s=round(chunks / report.seconds, 1))
+    t0 = time.perf_counter()
+    indexer.sync(store, Models.fixed(None), None, embed=False)
+    out["resync_unchanged_s"] = round(time.perf_counter() - t0, 3)
+
+    fake = RandomEmbedder()
+    t0 = time.perf_counter()
+    hashes = [h for (h,) in store.db.execute("SELECT DISTINCT hash FROM chunks")]
+    vectors = _unit_vectors(len(hashes), size)
+    store.put_vectors(fake.fingerprint, ((h, vectors[i].tobytes()) for i, h in enumerate(hashes)))
+    del vectors
+    out["vectors_write_s"] = round(time.perf_counter() - t0, 2)
+    out["db_mb"] = round(sum(p.stat().st_size for p in workdir.glob(f"index-{size}.db*")) / 1e6, 1)
+    _say(args, f"{size:,}: {chunks:,} chunks indexed in {out['index_s']} s; searching")
+
+    models = Models.fixed(fake, reranker)
+    searcher = Searcher(store, models)
+    queries = make_queries(facts, n_queries)
+    t0 = time.perf_counter()
+    searcher.search(queries[0], "vector")
+    out["vector_cold_load_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    out["search"] = {}
+    for mode in ("keyword", "vector", "hybrid"):
+        out["search"][mode] = _time_queries(searcher, queries, mode)
+    if reranker is not None:
+        out["search"]["hybrid+rerank"] = _time_queries(searcher, queries[:RERANK_QUERIES], "hybrid+rerank")
+    out["knn"] = _knn(store, fake, queries)
+    out["reindex"] = _reindex(store, root, models, searcher, queries)
+    del searcher
+    store.close()
+    gc.collect()
+    out.update(_rss_mb())
+    return out
+
+
+def _time_queries(searcher: Searcher, queries: list[str], mode: str) -> dict:
+    for q in queries[: min(20, len(queries))]:  # warm-up: page cache, statement cache, vector matrix
+        searcher.search(q, mode)
+    times, hits = [], 0
+    for q in queries:
+        t0 = time.perf_counter()
+        result = searcher.search(q, mode)
+        times.append(time.perf_counter() - t0)
+        hits += len(result.hits)
+    return {**_pct(times), "mean_hits": round(hits / len(queries), 1)}
+
+
+def _knn(store: Store, fake: RandomEmbedder, queries: list[str]) -> dict:
+    """Raw kNN (top 50) of the two backends on the same vectors, outside the search pipeline."""
+    numpy_index = NumpyIndex(store, fake.fingerprint)
+    qvecs = [fake.embed_query(q) for q in queries]
+    numpy_index.search(qvecs[0], 50)
+    times = []
+    for v in qvecs:
+        t0 = time.perf_counter()
+        numpy_index.search(v, 50)
+        times.append(time.perf_counter() - t0)
+    out = {"numpy": _pct(times)}
+    db = sqlite_vec_connection(store.path)
+    if db is None:
+        out["sqlite-vec"] = {"unavailable": "sqlite-vec: cannot load extensions in this interpreter"}
+        return out
+    vec_index = SqliteVecIndex(db, fake.fingerprint)
+    vec_index.search(qvecs[0], 50)
+    times, agree = [], []
+    for v in qvecs[:SQLITE_VEC_QUERIES]:
+        t0 = time.perf_counter()
+        got = vec_index.search(v, 50)
+        times.append(time.perf_counter() - t0)
+        want = {i for i, _ in numpy_index.search(v, 10)}
+        agree.append(len(want & {i for i, _ in got[:10]}) / max(1, len(want)))
+    db.close()
+    out["sqlite-vec"] = {**_pct(times), "top10_agreement_with_numpy": round(statistics.fmean(agree), 3)}
+    return out
+
+
+def _reindex(store: Store, root: Path, models: Models, searcher: Searcher, queries: list[str]) -> dict:
+    """Edit one file (one section changes) and re-index it, as the edit hook does."""
+    files = sorted(root.rglob("*.md"))
+    step = max(1, len(files) // (2 * REINDEX_EDITS + 1))
+    picks = files[step::step][: 2 * REINDEX_EDITS]
+    full, keyword_only, first_search = [], [], []
+    for n, path in enumerate(picks):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("## ", f"## edited{n} ", 1), encoding="utf-8")
+        t0 = time.perf_counter()
+        if n < REINDEX_EDITS:
+            indexer.reindex_file(store, models, str(path))
+            full.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            searcher.search(queries[n], "hybrid")  # pays the in-memory vector reload
+            first_search.append(time.perf_counter() - t0)
+        else:
+            indexer.reindex_file(store, Models.fixed(None), str(path))
+            keyword_only.append(time.perf_counter() - t0)
+    return {"with_vectors": _pct(full), "keyword_only": _pct(keyword_only),
+            "first_hybrid_search_after_edit": _pct(first_search)}
+
+
+# --- real embedder sample ----------------------------------------------------------------------
+
+
+def bench_embedder(args, workdir: Path, repeats: int) -> dict:
+    """Raw shipped-model throughput vs the indexer end to end with that model, same 200 chunks."""
+    from vault_index.config import Settings
+
+    models = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False)
+    t0 = time.perf_counter()
+    embedder = models.embedder()
+    if embedder is None:
+        return {"unavailable": models.embed_error}
+    load_s = time.perf_counter() - t0
+    root = workdir / "embed-sample"
+    rng = random.Random(3)
+    vocab = Vocabulary(rng, 40)
+    for f in range(EMBED_SAMPLE_CHUNKS // SECTIONS_PER_FILE):
+        body = [f"# Sample {f}\n"]
+        for s in range(SECTIONS_PER_FILE):
+            words = rng.choices(COMMON, k=95) + rng.choices(vocab.words[200:], k=25)
+            body.append(f"## Part {s}\n\n{' '.join(words[:60])}.\n\n{' '.join(words[60:])}.\n")
+        (root / f"s{f:03d}.md").parent.mkdir(parents=True, exist_ok=True)
+        (root / f"s{f:03d}.md").write_text("\n".join(body), encoding="utf-8")
+    embedder.embed_documents(["warm up the session"] * 8)
+    raw, e2e, embed_part = [], [], []
+    texts: list[str] = []
+    for r in range(repeats):
+        store = Store(workdir / f"embed-{r}.db")
+        t0 = time.perf_counter()
+        report = indexer.sync(store, Models.fixed(embedder), [str(root)])
+        e2e.append(time.perf_counter() - t0)
+        embed_part.append(report.embed_seconds)
+        rows = store.db.execute("SELECT f.title, c.heading, c.text FROM chunks c JOIN files f ON f.id = c.file_id")
+        texts = [embed_text_for(*row) for row in rows]
+        store.close()
+        t0 = time.perf_counter()
+        for start in range(0, len(texts), indexer.EMBED_COMMIT_BATCH):  # the batches the indexer sends
+            embedder.embed_documents(texts[start : start + indexer.EMBED_COMMIT_BATCH])
+        raw.append(time.perf_counter() - t0)
+    raw_s, e2e_s = min(raw), min(e2e)
+    tokens = [embedder.count_tokens(t) for t in texts]
+    return {
+        "model": embedder.fingerprint, "load_s": round(load_s, 2), "chunks": len(texts),
+        "mean_tokens": round(statistics.fmean(tokens), 1), "repeats": repeats,
+        "raw_embed_s": round(raw_s, 2), "raw_chunks_per_s": round(len(texts) / raw_s, 1),
+        "end_to_end_s": round(e2e_s, 2), "end_to_end_chunks_per_s": round(len(texts) / e2e_s, 1),
+        "embed_time_inside_indexer_s": round(min(embed_part), 2),
+        "overhead_pct": round((e2e_s - raw_s) / raw_s * 100, 1),
+    }
+
+
+def _load_reranker():
+    from vault_index.config import Settings
+
+    settings = Settings.from_env()
+    models = Models("none", settings.rerank_model, settings.model_cache, rerank=True)
+    t0 = time.perf_counter()
+    reranker = models.reranker()
+    if reranker is None:
+        return None, {"unavailable": f"{models.rerank_error} (bench never downloads; models load from the cache)"}
+    return reranker, {"model": reranker.name, "load_s": round(time.perf_counter() - t0, 2)}
+
+
+# --- entry point -------------------------------------------------------------------------------
+
+
+def run_bench(args) -> int:
+    from vault_index.services import bench_report, bench_server
+
+    os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
+    sizes = list(QUICK_SIZES) if args.quick else [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    n_queries = QUICK_QUERIES if args.quick else max(5, args.queries)
+    workdir = Path(tempfile.mkdtemp(prefix="vault-index-bench-"))
+    import numpy as np
+
+    result: dict = {
+        "meta": {"python": platform.python_version(), "cpus": os.cpu_count(), "sqlite": sqlite3.sqlite_version,
+                 "numpy": np.__version__, "platform": platform.platform(), "queries_per_mode": n_queries,
+                 "vector_side": "precomputed random unit vectors (384 d) and a random query vector stand in "
+                                "for the embedder; Searcher.search, the store and the indexer are real",
+                 "started": time.strftime("%Y-%m-%d %H:%M:%S")},
+        "targets": TARGETS, "sizes": [],
+    }
+    started = time.perf_counter()
+    try:
+        reranker, result["reranker"] = _guard(_load_reranker, default=(None, None))
+        if result["reranker"] is None:
+            result["reranker"] = {"unavailable": "reranker load failed"}
+        for size in sorted(sizes):
+            result["sizes"].append(_guard(bench_size, args, size, n_queries, workdir, reranker, size=size))
+            if size != min(sizes):
+                shutil.rmtree(workdir / f"vault-{size}", ignore_errors=True)
+                for part in workdir.glob(f"index-{size}.db*"):
+                    part.unlink()
+        _say(args, "server start-up")
+        smallest = min(sizes) if sizes else None
+        db = workdir / f"index-{smallest}.db"
+        result["server"] = _guard(bench_server.bench_server, workdir, db, args)
+        _say(args, "real embedder sample (shipped MiniLM)")
+        result["embedder"] = _guard(bench_embedder, args, workdir, 1 if args.quick else 2)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["meta"]["total_s"] = round(time.perf_counter() - started, 1)
+    result["meta"].update(_rss_mb())
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        print(bench_report.render(result))
+    return 0
+
+
+def _guard(fn, *args, default=None, size=None):
+    """Run one part; an error becomes a reported row, never a failed bench."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the bench reports, it does not fail
+        error = {"error": f"{type(exc).__name__}: {exc}"}
+        if size is not None:
+            error["size"] = size
+        return default if default is not None else error

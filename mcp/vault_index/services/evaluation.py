@@ -1,0 +1,192 @@
+"""Retrieval eval: golden questions scored per mode at chunk and file level.
+
+A chunk is relevant when it is in the labelled file and its heading path is the labelled one or
+below it. File level collapses hits to their files, first occurrence wins. Recall@5 here is the
+share of questions with a relevant result in the top 5 (each question has one answer section).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from vault_index.errors import UsageError
+from vault_index.services import fusion
+from vault_index.services.search import MODES
+
+EVAL_DEPTH = 10
+REGRESSION_TOLERANCE = 0.03  # CI fails when a hybrid metric drops more than this below baseline
+GUARDED_MODES = ("hybrid", "hybrid+rerank")
+METRICS = ("ndcg@5", "mrr", "recall@5", "hit@1")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    query: str
+    kind: str
+    file: str  # absolute
+    heading: str
+
+
+def load_golden(path: Path, root: Path) -> list[Question]:
+    questions = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            questions.append(Question(item["id"], item["query"], item.get("kind", "unlabelled"),
+                                      str((root / item["file"]).resolve()), item["heading"]))
+        except (ValueError, KeyError) as exc:
+            raise UsageError(f"{path}:{number}: not a golden question ({exc})") from exc
+    return questions
+
+
+def relevant_chunk(path: str, heading: str, q: Question) -> bool:
+    return path == q.file and (heading == q.heading or heading.startswith(q.heading + " > "))
+
+
+def score_ranking(relevance: list[bool]) -> dict[str, float]:
+    """Metrics for one ranked list of relevance flags (one answer per question)."""
+    first = next((i for i, r in enumerate(relevance) if r), None)
+    ideal = 1.0  # a single relevant item at rank 1
+    dcg = sum(1 / math.log2(i + 2) for i, r in enumerate(relevance[:5]) if r)
+    return {
+        "ndcg@5": min(1.0, dcg / ideal) if first is not None and first < 5 else 0.0,
+        "mrr": 1 / (first + 1) if first is not None else 0.0,
+        "recall@5": 1.0 if first is not None and first < 5 else 0.0,
+        "hit@1": 1.0 if first == 0 else 0.0,
+    }
+
+
+def chunk_relevance(hits, q: Question) -> list[bool]:
+    flags, seen_answer = [], False
+    for hit in hits:
+        ok = relevant_chunk(hit.path, hit.heading, q)
+        # Later chunks of the same answer add no new information: count the answer once.
+        flags.append(ok and not seen_answer)
+        seen_answer = seen_answer or ok
+    return flags
+
+
+def file_relevance(hits, q: Question) -> list[bool]:
+    files = list(dict.fromkeys(hit.path for hit in hits))
+    return [f == q.file for f in files]
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {m: round(sum(r[m] for r in rows) / len(rows), 4) if rows else 0.0 for m in METRICS}
+
+
+def evaluate(app, questions: list[Question], modes: list[str]) -> dict:
+    """Scores per mode, level and kind. Searches go through the one pipeline (App.search)."""
+    results: dict = {"overall": {}, "by_kind": {}, "notices": {}}
+    for mode in modes:
+        per: dict[str, dict[str, list]] = {"chunk": defaultdict(list), "file": defaultdict(list)}
+        notices: set[str] = set()
+        for q in questions:
+            result = app.search(q.query, mode, EVAL_DEPTH)
+            notices.update(result.notices)
+            for level, flags in (("chunk", chunk_relevance(result.hits, q)), ("file", file_relevance(result.hits, q))):
+                row = score_ranking(flags)
+                per[level]["all"].append(row)
+                per[level][q.kind].append(row)
+        results["overall"][mode] = {level: _mean(per[level]["all"]) for level in per}
+        for kind in sorted({q.kind for q in questions}):
+            results["by_kind"].setdefault(kind, {})[mode] = {level: _mean(per[level][kind]) for level in per}
+        results["notices"][mode] = sorted(notices)
+    return results
+
+
+def format_table(scores: dict[str, dict], title: str) -> str:
+    head = f"{'mode':15}" + "".join(f"{'chunk ' + m:>15}" for m in METRICS) + "".join(f"{'file ' + m:>14}" for m in METRICS)
+    lines = [title, head]
+    for mode, levels in scores.items():
+        lines.append(f"{mode:15}" + "".join(f"{levels['chunk'][m]:>15.3f}" for m in METRICS)
+                     + "".join(f"{levels['file'][m]:>14.3f}" for m in METRICS))
+    return "\n".join(lines)
+
+
+def regressions(results: dict, baseline: dict) -> list[str]:
+    failures = []
+    for mode in GUARDED_MODES:
+        base = baseline.get("overall", {}).get(mode)
+        now = results["overall"].get(mode)
+        if not base or not now:
+            continue
+        for level in ("chunk", "file"):
+            for metric in METRICS:
+                if now[level][metric] < base[level][metric] - REGRESSION_TOLERANCE:
+                    failures.append(f"{mode} {level} {metric}: {now[level][metric]:.3f} < baseline {base[level][metric]:.3f} - {REGRESSION_TOLERANCE}")
+    return failures
+
+
+def eval_app(vault: Path):
+    """An App on a dedicated index for the eval, so other sources cannot compete with the vault."""
+    from vault_index.config import Settings
+    from vault_index.services.app import App
+
+    settings = Settings.from_env()
+    db = os.environ.get("VAULT_EVAL_DB") or settings.model_cache.parent / "eval" / "eval.db"
+    app = App.open(replace(settings, db_path=Path(db)))
+    known = {p for _, p in app.store.sources()}
+    for stale in known - {str(vault)}:
+        app.store.remove_source(stale)
+    return app
+
+
+def run_eval(_app, args) -> int:
+    golden = Path(args.golden).resolve()
+    vault = Path(args.vault).resolve()
+    if not golden.is_file():
+        raise UsageError(f"golden file {golden} not found (run from the repository root or pass --golden)")
+    if not vault.is_dir():
+        raise UsageError(f"vault {vault} not found (pass --vault)")
+    questions = load_golden(golden, golden.parent.parent)
+    modes = list(MODES) if args.modes == "all" else [m.strip() for m in args.modes.split(",") if m.strip()]
+    for mode in modes:
+        if mode not in MODES:
+            raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    app = eval_app(vault)
+    try:
+        report = app.index([str(vault)])
+        results = evaluate(app, questions, modes)
+        results["meta"] = {
+            "questions": len(questions), "fusion_version": fusion.FUSION_VERSION,
+            "embed_model": app.store.get_meta("embed_model") or None,
+            "chunks": app.store.counts()["chunks"], "vector_used": report.vector_used,
+        }
+    finally:
+        app.close()
+    if args.json:
+        print(json.dumps(results))
+    else:
+        kinds = {}
+        for q in questions:
+            kinds[q.kind] = kinds.get(q.kind, 0) + 1
+        print(f"{len(questions)} questions ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}); "
+              f"{results['meta']['chunks']} chunks; model {results['meta']['embed_model']}; {fusion.FUSION_VERSION}")
+        print(format_table(results["overall"], "\nall questions"))
+        if args.by_kind:
+            for kind, scores in results["by_kind"].items():
+                print(format_table(scores, f"\n{kind} ({kinds[kind]})"))
+        for mode, notes in results["notices"].items():
+            for note in notes:
+                print(f"note ({mode}): {note}", file=sys.stderr)
+    if args.save:
+        Path(args.save).write_text(json.dumps(results, indent=2) + "\n")
+    if args.baseline:
+        baseline = json.loads(Path(args.baseline).read_text())
+        failures = regressions(results, baseline)
+        for failure in failures:
+            print(f"regression: {failure}", file=sys.stderr)
+        if failures:
+            return 1
+        print(f"no hybrid metric more than {REGRESSION_TOLERANCE} below {args.baseline}", file=sys.stderr)
+    return 0
