@@ -161,9 +161,9 @@ def _fingerprint(spec: ModelSpec) -> str:
     if spec.folder is None:
         return spec.name
     digest = hashlib.sha256()
-    for path in sorted(spec.folder.glob("*.onnx")) + sorted(spec.folder.glob("tokenizer*.json")):
+    for path in sorted(spec.folder.rglob("*.onnx")) + sorted(spec.folder.glob("tokenizer*.json")):
         stat = path.stat()
-        digest.update(f"{path.name}:{stat.st_size}".encode())
+        digest.update(f"{path.relative_to(spec.folder)}:{stat.st_size}".encode())
     return f"{spec.name}@{digest.hexdigest()[:12]}"
 
 

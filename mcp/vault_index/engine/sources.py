@@ -27,7 +27,7 @@ def walk_notes(root: Path) -> Iterator[Path]:
     once, so a symlink loop ends instead of recursing forever.
     """
     seen_dirs: set[str] = set()
-    specs: list[tuple[Path, pathspec.PathSpec]] = []
+    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
 
     def ignored(path: Path, is_dir: bool) -> bool:
         for base, spec in specs:
@@ -49,7 +49,7 @@ def walk_notes(root: Path) -> Iterator[Path]:
         if ignore_file.is_file():
             try:
                 lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                specs.append((directory, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+                specs.append((directory, pathspec.GitIgnoreSpec.from_lines(lines)))
                 pushed = True
             except OSError:
                 pass
@@ -96,6 +96,7 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
     if "\x00" in path:
         raise OutsideSourcesError("path contains a NUL byte")
     candidates = [Path(path)] if os.path.isabs(path) else [Path(r) / path for r in roots]
+    first_inside: Path | None = None  # a relative path is looked up in every source, in order
     for candidate in candidates:
         real = Path(os.path.realpath(candidate))
         for root in roots:
@@ -108,7 +109,11 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
                 rel_parts = real.relative_to(root_real).parts
                 if any(is_skipped_part(p) for p in rel_parts):
                     raise OutsideSourcesError(f"{path} is in a folder that is never served")
-                return real
+                if real.exists():
+                    return real
+                first_inside = first_inside or real
+    if first_inside is not None:
+        return first_inside
     raise OutsideSourcesError(
         f"{path} is outside every registered source; `vault-index sources` lists them"
     )

@@ -20,7 +20,9 @@ BUSY_TIMEOUT_S = 30.0
 
 
 def m001_initial(db: sqlite3.Connection) -> None:
-    db.executescript(
+    # Statement by statement, not executescript: executescript commits first, which would drop
+    # the write lock _migrate holds.
+    script = (
         """
         CREATE TABLE sources(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, added_at REAL);
         CREATE TABLE files(
@@ -42,6 +44,9 @@ def m001_initial(db: sqlite3.Connection) -> None:
         CREATE TABLE problems(path TEXT PRIMARY KEY, message TEXT, seen_at REAL);
         """
     )
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
 
 
 MIGRATIONS = (m001_initial,)
@@ -76,10 +81,16 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    for number, migration in enumerate(MIGRATIONS, start=1):
-        if number > version:
-            with db:
+    if db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+        return
+    # Two processes may open a fresh file at once: under the write lock one migrates, the other
+    # waits, re-reads the version and finds nothing to do (instead of failing on CREATE TABLE
+    # and moving a healthy index aside as corrupt).
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        for number, migration in enumerate(MIGRATIONS, start=1):
+            if number > version:
                 migration(db)
                 db.execute(f"PRAGMA user_version = {number}")
 
@@ -120,6 +131,9 @@ class Store:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         try:
             with self.db:
+                # Take the write lock up front: reads inside (a file's old id) stay valid until
+                # commit even when another process indexes the same files at the same time.
+                self.db.execute("BEGIN IMMEDIATE")
                 yield self.db
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):

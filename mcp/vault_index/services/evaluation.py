@@ -93,7 +93,8 @@ def evaluate(app, questions: list[Question], modes: list[str]) -> dict:
         for q in questions:
             result = app.search(q.query, mode, EVAL_DEPTH)
             notices.update(result.notices)
-            for level, flags in (("chunk", chunk_relevance(result.hits, q)), ("file", file_relevance(result.hits, q))):
+            levels = (("chunk", chunk_relevance(result.hits, q)), ("file", file_relevance(result.hits, q)))
+            for level, flags in levels:
                 row = score_ranking(flags)
                 per[level]["all"].append(row)
                 per[level][q.kind].append(row)
@@ -105,7 +106,8 @@ def evaluate(app, questions: list[Question], modes: list[str]) -> dict:
 
 
 def format_table(scores: dict[str, dict], title: str) -> str:
-    head = f"{'mode':15}" + "".join(f"{'chunk ' + m:>15}" for m in METRICS) + "".join(f"{'file ' + m:>14}" for m in METRICS)
+    head = f"{'mode':15}" + "".join(f"{'chunk ' + m:>15}" for m in METRICS)
+    head += "".join(f"{'file ' + m:>14}" for m in METRICS)
     lines = [title, head]
     for mode, levels in scores.items():
         lines.append(f"{mode:15}" + "".join(f"{levels['chunk'][m]:>15.3f}" for m in METRICS)
@@ -123,7 +125,10 @@ def regressions(results: dict, baseline: dict) -> list[str]:
         for level in ("chunk", "file"):
             for metric in METRICS:
                 if now[level][metric] < base[level][metric] - REGRESSION_TOLERANCE:
-                    failures.append(f"{mode} {level} {metric}: {now[level][metric]:.3f} < baseline {base[level][metric]:.3f} - {REGRESSION_TOLERANCE}")
+                    failures.append(
+                        f"{mode} {level} {metric}: {now[level][metric]:.3f} < baseline "
+                        f"{base[level][metric]:.3f} - {REGRESSION_TOLERANCE}"
+                    )
     return failures
 
 

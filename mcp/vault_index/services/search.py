@@ -87,7 +87,9 @@ class Searcher:
             notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
             query = query[:MAX_QUERY_CHARS]
         filters = filters or Filters()
-        allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status) if filters.active() else None
+        allowed = None
+        if filters.active():
+            allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status)
         trace = _Trace()
         terms = query_terms(query)
         vector_used = reranked = False
@@ -98,7 +100,7 @@ class Searcher:
             keyword = self._keyword(terms, allowed) if mode != "vector" else []
             vector: list[Candidate] = []
             if mode != "keyword":
-                vector, vector_used = self._vector(query, allowed, notices)
+                vector, vector_used = self._vector(query, mode, allowed, notices)
             trace.keyword = {c.chunk_id: c for c in keyword}
             trace.vector = {c.chunk_id: c for c in vector}
             if mode == "keyword" or not vector_used:
@@ -116,7 +118,8 @@ class Searcher:
 
         rows = self.store.chunk_rows(cid for cid, _ in order)
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
-        hits = tuple(self._hit(rows[cid], score, terms, trace if explain else None) for cid, score in order if cid in rows)
+        shown = trace if explain else None
+        hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)
         return SearchResult(query, mode, vector_used, reranked, hits, tuple(notices))
 
     # --- stages -----------------------------------------------------------------------------
@@ -130,15 +133,20 @@ class Searcher:
             pairs = [p for p in pairs if p[0] in allowed][: fusion.CANDIDATES_PER_SIDE]
         return fusion.ranked(pairs)
 
-    def _vector(self, query: str, allowed: set[int] | None, notices: list[str]) -> tuple[list[Candidate], bool]:
+    def _vector(
+        self, query: str, mode: str, allowed: set[int] | None, notices: list[str]
+    ) -> tuple[list[Candidate], bool]:
         index = self.vector_index()
         if index is None:
-            notices.append(f"vector search off: {self.models.embed_error}; keyword results only")
+            fallback = "no results in vector mode" if mode == "vector" else "keyword results only"
+            notices.append(f"vector search off: {self.models.embed_error}; {fallback}")
             return [], False
         vector = self.models.embedder().embed_query(query)
         return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), True
 
-    def _coverages(self, terms: list[str], keyword: list[Candidate], vector: list[Candidate]) -> dict[int, float]:
+    def _coverages(
+        self, terms: list[str], keyword: list[Candidate], vector: list[Candidate]
+    ) -> dict[int, float]:
         """Each candidate's IDF-weighted share of the query terms (word-start match, any case)."""
         if not terms:
             return {}
@@ -188,8 +196,11 @@ class Searcher:
             explain = {
                 "keyword": {"rank": k.rank, "score": round(k.score, 4)} if k else None,
                 "vector": {"rank": v.rank, "score": round(v.score, 4)} if v else None,
-                "fusion": {"score": round(trace.fused[row.id], 6), "coverage": round(trace.coverage.get(row.id, 0.0), 4),
-                           "version": fusion.FUSION_VERSION} if row.id in trace.fused else None,
+                "fusion": {
+                    "score": round(trace.fused[row.id], 6),
+                    "coverage": round(trace.coverage.get(row.id, 0.0), 4),
+                    "version": fusion.FUSION_VERSION,
+                } if row.id in trace.fused else None,
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
             }
         return Hit(

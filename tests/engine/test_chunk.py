@@ -1,0 +1,74 @@
+"""Chunking: one section per chunk, hashes of the embed text, size limits in chars and tokens."""
+
+from __future__ import annotations
+
+from helpers import FakeEmbedder
+from vault_index.engine.chunk import MAX_CHUNK_CHARS, approximate_tokens, chunk_note, embed_text_for
+from vault_index.engine.parse import parse_note
+
+
+def _long_section_doc() -> str:
+    paragraphs = [" ".join(f"para{p}word{w}" for w in range(12)) for p in range(8)]
+    one_line = " ".join(f"longline{w}" for w in range(300))  # a single 300-word line: split by words
+    return "# Title\n\n## Long\n\n" + "\n\n".join(paragraphs) + "\n\n" + one_line + "\n\n## Short\n\nsmall end\n"
+
+
+def test_long_section_is_split_within_char_and_token_limits_and_loses_no_word():
+    text = _long_section_doc()
+    note = parse_note("/v/long.md", text)
+    counter = FakeEmbedder(max_tokens=40)
+    chunks = chunk_note(note, counter.count_tokens, counter.max_tokens)
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert len(chunk.text) <= MAX_CHUNK_CHARS
+        assert counter.count_tokens(chunk.embed_text) <= 40
+        assert chunk.embed_text == embed_text_for(note.title, chunk.heading, chunk.text)
+    long_words = [w for c in chunks if c.heading == "Title > Long" for w in c.text.split()]
+    long_section = next(s for s in note.sections if s.heading == "Title > Long")
+    assert long_words == long_section.text.split()  # every word kept, in order
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert chunks[-1].heading == "Title > Short" and chunks[-1].text == "small end"
+
+
+def test_split_chunks_point_at_the_lines_they_came_from():
+    text = _long_section_doc()
+    lines = text.split("\n")
+    note = parse_note("/v/long.md", text)
+    counter = FakeEmbedder(max_tokens=40)
+    for chunk in chunk_note(note, counter.count_tokens, counter.max_tokens):
+        span = "\n".join(lines[chunk.line_start - 1 : chunk.line_end])
+        for word in chunk.text.split():
+            assert word in span, (word, chunk.line_start, chunk.line_end)
+
+
+def test_char_limit_holds_with_the_default_approximate_counter():
+    body = "\n".join("x" * 50 + f" line {i}" for i in range(200))  # one paragraph, 200 lines
+    note = parse_note("/v/chars.md", "# Big\n\n" + body + "\n")
+    chunks = chunk_note(note, approximate_tokens, 512)
+    assert len(chunks) > 1
+    assert all(len(c.text) <= MAX_CHUNK_CHARS for c in chunks)
+    assert all(approximate_tokens(c.embed_text) <= 512 for c in chunks)
+    kept = [line for c in chunks for line in c.text.split("\n") if line]
+    assert kept == body.split("\n")
+
+
+def test_a_single_word_longer_than_the_limit_is_cut_by_characters():
+    note = parse_note("/v/blob.md", "# Blob\n\n" + "z" * 5000 + "\n")
+    chunks = chunk_note(note, approximate_tokens, 512)
+    assert all(len(c.text) <= MAX_CHUNK_CHARS for c in chunks)
+    assert "".join(c.text for c in chunks) == "z" * 5000
+
+
+def test_small_paragraphs_of_one_section_are_packed_together():
+    note = parse_note("/v/p.md", "# T\n\none\n\ntwo\n\nthree\n")
+    chunks = chunk_note(note)
+    assert len(chunks) == 1 and chunks[0].text == "one\n\ntwo\n\nthree"
+    assert (chunks[0].line_start, chunks[0].line_end) == (3, 7)
+
+
+def test_hash_depends_on_context_so_the_same_text_under_another_heading_differs():
+    a = chunk_note(parse_note("/v/a.md", "# One\n\nsame body\n"))[0]
+    b = chunk_note(parse_note("/v/a.md", "# Two\n\nsame body\n"))[0]
+    c = chunk_note(parse_note("/v/b.md", "# One\n\nsame body\n"))[0]
+    assert a.hash != b.hash
+    assert a.hash == c.hash  # path is not part of the key: identical content shares a vector

@@ -1,0 +1,111 @@
+"""Markdown parsing: heading paths, fences, preamble title, line numbers, frontmatter, tags, links."""
+
+from __future__ import annotations
+
+from vault_index.engine.parse import parse_note, split_frontmatter
+
+DOC = """---
+title: Field guide
+---
+Intro line before any heading.
+
+# A
+
+text under a
+
+## B
+
+### C
+
+deep text
+
+```python
+# not a heading
+## also not
+```
+
+~~~
+# still code
+~~~
+
+## D
+
+text under d
+"""
+
+
+def _by_heading(note):
+    return {s.heading: s for s in note.sections}
+
+
+def test_heading_paths_nest_and_pop():
+    note = parse_note("/v/guide.md", DOC)
+    headings = [s.heading for s in note.sections]
+    assert headings == ["Field guide", "A", "A > B > C", "A > D"]
+
+
+def test_headings_inside_code_fences_are_ignored_but_code_stays_in_the_section():
+    sections = _by_heading(parse_note("/v/guide.md", DOC))
+    assert not any("not a heading" in h or "still code" in h for h in sections)
+    assert "# not a heading" in sections["A > B > C"].text
+    assert "# still code" in sections["A > B > C"].text
+
+
+def test_preamble_gets_the_title_from_frontmatter_then_h1_then_file_stem():
+    assert parse_note("/v/guide.md", DOC).sections[0].heading == "Field guide"
+    from_h1 = parse_note("/v/x.md", "before\n\n# Real title\n\nafter\n")
+    assert from_h1.title == "Real title"
+    assert from_h1.sections[0].heading == "Real title" and from_h1.sections[0].text == "before"
+    from_stem = parse_note("/v/my-note.md", "just text\n")
+    assert from_stem.title == "my-note"
+    assert [s.heading for s in from_stem.sections] == ["my-note"]
+
+
+def test_line_ranges_point_at_the_file_lines():
+    lines = DOC.split("\n")
+    note = parse_note("/v/guide.md", DOC)
+    for section in note.sections:
+        span = lines[section.line_start - 1 : section.line_end]
+        assert "\n".join(span) == section.text, section.heading
+    assert lines[_by_heading(note)["A > D"].line_start - 1] == "text under d"
+
+
+def test_line_numbers_survive_crlf_line_endings():
+    note = parse_note("/v/w.md", DOC.replace("\n", "\r\n"))
+    lines = DOC.split("\n")
+    assert all(lines[s.line_start - 1] == s.text.split("\n")[0] for s in note.sections)
+
+
+def test_invalid_yaml_keeps_the_body_and_reports_the_problem():
+    text = "---\ntitle: [unclosed\ntags: : :\n---\n# Heading\n\nbody survives here\n"
+    note = parse_note("/v/bad.md", text)
+    assert note.frontmatter == {}
+    assert note.frontmatter_error and "invalid YAML" in note.frontmatter_error
+    assert [s.text for s in note.sections] == ["body survives here"]
+    assert note.sections[0].line_start == 7
+
+
+def test_frontmatter_that_is_not_a_mapping_is_reported():
+    frontmatter, error, body_start = split_frontmatter("---\n- a\n- b\n---\nbody\n")
+    assert frontmatter == {} and error and "mapping" in error and body_start == 4
+
+
+def test_unclosed_frontmatter_is_body():
+    note = parse_note("/v/u.md", "---\ntitle: x\nno closing fence\n")
+    assert note.frontmatter == {} and note.frontmatter_error is None
+    assert "no closing fence" in note.sections[0].text
+
+
+def test_tags_from_frontmatter_list_string_and_inline_not_from_code_or_headings():
+    text = (
+        "---\ntags: [Garden, '#soil']\n---\n# Title\n\nInline #Compost and #garden again, "
+        "not an issue ref like a#b or &#39;.\n\n```\n#codetag\n```\n"
+    )
+    note = parse_note("/v/t.md", text)
+    assert note.tags == ("garden", "soil", "compost")
+    assert parse_note("/v/s.md", "---\ntags: alpha, beta gamma\n---\nx\n").tags == ("alpha", "beta", "gamma")
+
+
+def test_wikilinks_with_alias_and_section_are_parsed_and_code_is_skipped():
+    text = "See [[Note A]], [[Note B|alias]] and [[Note C#Part]] and [[Note A]].\n\n```\n[[In Code]]\n```\n"
+    assert parse_note("/v/l.md", text).links == ("Note A", "Note B", "Note C")

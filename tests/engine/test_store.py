@@ -1,0 +1,96 @@
+"""The SQLite store: file swaps, filters, source removal, vector pruning, schema version."""
+
+from __future__ import annotations
+
+from vault_index.engine.chunk import chunk_note
+from vault_index.engine.parse import parse_note
+from vault_index.engine.store import MIGRATIONS, Store
+
+
+def _put(store: Store, source_id: int, path: str, text: str) -> None:
+    note = parse_note(path, text)
+    store.replace_file(source_id, path, (1.0, len(text)), f"h-{path}-{len(text)}", note, chunk_note(note))
+
+
+def _fts_rows(store: Store) -> int:
+    return store.db.execute("SELECT COUNT(*) FROM chunks_fts").fetchone()[0]
+
+
+def test_fresh_store_is_migrated_to_the_latest_version(tmp_path):
+    store = Store(tmp_path / "deep" / "dir" / "i.db")
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.recovered_from is None
+    store.close()
+    again = Store(tmp_path / "deep" / "dir" / "i.db")  # reopening does not re-run migrations
+    assert again.counts() == {"sources": 0, "files": 0, "chunks": 0}
+    again.close()
+
+
+def test_replace_file_swaps_chunks_and_fts_rows(tmp_path):
+    store = Store(tmp_path / "i.db")
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/a.md", "# A\n\nfirst apple\n\n## B\n\nbanana\n")
+    assert store.counts()["chunks"] == 2 and _fts_rows(store) == 2
+    generation = store.generation()
+    _put(store, sid, "/v/a.md", "# A\n\ncherry only\n")
+    assert store.counts() == {"sources": 1, "files": 1, "chunks": 1}
+    assert _fts_rows(store) == 1
+    assert store.keyword('"apple"', 10) == []
+    assert len(store.keyword('"cherry"', 10)) == 1
+    assert store.generation() > generation
+    store.close()
+
+
+def test_path_prefix_filter_is_literal_and_stops_at_folder_boundaries(tmp_path):
+    store = Store(tmp_path / "i.db")
+    sid = store.add_source("/v")
+    for path in ("/v/a_b/x.md", "/v/aXb/y.md", "/v/a_bc/z.md", "/v/100%/p.md", "/v/100x/q.md"):
+        _put(store, sid, path, f"# {path}\n\ntext\n")
+    rows = lambda ids: {r.path for r in store.chunk_rows(ids).values()}  # noqa: E731
+    assert rows(store.chunk_ids_matching("/v/a_b", (), None)) == {"/v/a_b/x.md"}
+    assert rows(store.chunk_ids_matching("/v/a_b/", (), None)) == {"/v/a_b/x.md"}
+    assert rows(store.chunk_ids_matching("/v/100%", (), None)) == {"/v/100%/p.md"}
+    assert rows(store.chunk_ids_matching("/v/aXb/y.md", (), None)) == {"/v/aXb/y.md"}
+    store.close()
+
+
+def test_tag_and_status_filters_combine(tmp_path):
+    store = Store(tmp_path / "i.db")
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/1.md", "---\ntags: [red, blue]\nstatus: draft\n---\none\n")
+    _put(store, sid, "/v/2.md", "---\ntags: [red]\nstatus: canonical\n---\ntwo\n")
+    _put(store, sid, "/v/3.md", "three #Red\n")
+    paths = lambda ids: sorted(r.path for r in store.chunk_rows(ids).values())  # noqa: E731
+    assert paths(store.chunk_ids_matching(None, ("red",), None)) == ["/v/1.md", "/v/2.md", "/v/3.md"]
+    assert paths(store.chunk_ids_matching(None, ("#RED", "blue"), None)) == ["/v/1.md"]
+    assert paths(store.chunk_ids_matching(None, ("red",), "canonical")) == ["/v/2.md"]
+    assert store.chunk_ids_matching(None, ("green",), None) == set()
+    store.close()
+
+
+def test_remove_source_drops_its_files_chunks_fts_rows_and_problems_only(tmp_path):
+    store = Store(tmp_path / "i.db")
+    keep, drop = store.add_source("/keep"), store.add_source("/drop")
+    _put(store, keep, "/keep/k.md", "# K\n\nkept words\n")
+    _put(store, drop, "/drop/d.md", "# D\n\ndropped words\n\n## E\n\nmore\n")
+    store.record_problem("/drop/bad.md", "skipped: binary file")
+    store.record_problem("/dropped-sibling.md", "unrelated")
+    assert store.remove_source("/drop") == 1
+    assert store.sources() == [(keep, "/keep")]
+    assert store.counts() == {"sources": 1, "files": 1, "chunks": 1} and _fts_rows(store) == 1
+    assert store.problems() == [("/dropped-sibling.md", "unrelated")]
+    store.close()
+
+
+def test_prune_vectors_keeps_only_vectors_of_live_chunks(tmp_path):
+    store = Store(tmp_path / "i.db")
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/a.md", "# A\n\nalpha\n")
+    live_hash = store.db.execute("SELECT hash FROM chunks").fetchone()[0]
+    store.put_vectors("m1", [(live_hash, b"\x00" * 8), ("orphan", b"\x01" * 8)])
+    store.put_vectors("m2", [(live_hash, b"\x02" * 8)])
+    assert store.prune_vectors() == 1
+    assert store.vector_count("m1") == 1 and store.vector_count("m2") == 1
+    assert [h for (h, *_) in store.chunks_missing_vectors("m3")] == [live_hash]
+    store.close()

@@ -1,0 +1,91 @@
+"""fusion.py: pure ranking functions, checked against their formulas computed here by hand."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from vault_index.services import fusion
+
+
+def test_idf_is_log_of_total_plus_one_over_doc_count_and_zero_for_unmatched_terms():
+    assert fusion.idf(1, 99) == pytest.approx(math.log(100 / 1))
+    assert fusion.idf(50, 99) == pytest.approx(math.log(100 / 50))
+    assert fusion.idf(0, 99) == 0.0
+    assert fusion.idf(1, 99) > fusion.idf(10, 99) > fusion.idf(99, 99) > 0
+
+
+def test_coverage_is_the_idf_weighted_share_of_present_terms():
+    weights = [3.0, 1.0, 0.0]
+    assert fusion.coverage([True, False, True], weights) == pytest.approx(3.0 / 4.0)
+    assert fusion.coverage([False, True, True], weights) == pytest.approx(1.0 / 4.0)
+    assert fusion.coverage([True, True, False], weights) == pytest.approx(1.0)
+    assert fusion.coverage([True, True], [0.0, 0.0]) == 0.0  # nothing matched anywhere: no evidence
+    with pytest.raises(ValueError):
+        fusion.coverage([True], [1.0, 2.0])
+
+
+def test_coverage_fusion_adds_weighted_coverage_power_to_the_cosine():
+    vector = fusion.ranked([(1, 0.80), (2, 0.70), (3, 0.30)])
+    keyword = fusion.ranked([(4, 12.0), (2, 9.0)])  # 4: keyword-only
+    coverages = {1: 0.0, 2: 0.5, 3: 1.0, 4: 0.9}
+    weight, power = 0.25, 3
+    fused = fusion.coverage_fusion(vector, keyword, coverages, weight=weight, power=power)
+    floor = 0.30  # the lowest cosine the vector side returned
+    expected = {
+        1: 0.80 + weight * 0.0**power,
+        2: 0.70 + weight * 0.5**power,
+        3: 0.30 + weight * 1.0**power,
+        4: floor + weight * 0.9**power,
+    }
+    assert dict(fused).keys() == expected.keys()
+    for cid, score in fused:
+        assert score == pytest.approx(expected[cid], rel=1e-12)
+    assert [cid for cid, _ in fused] == sorted(expected, key=lambda c: (-expected[c], c))
+
+
+def test_coverage_fusion_defaults_to_the_module_constants_and_breaks_ties_by_id():
+    vector = fusion.ranked([(9, 0.5), (3, 0.5)])
+    fused = fusion.coverage_fusion(vector, [], {9: 1.0, 3: 1.0})
+    assert [cid for cid, _ in fused] == [3, 9]
+    assert fused[0][1] == pytest.approx(0.5 + fusion.COVERAGE_WEIGHT * 1.0**fusion.COVERAGE_POWER)
+
+
+def test_coverage_fusion_with_no_vector_candidates_uses_a_zero_floor():
+    fused = fusion.coverage_fusion([], fusion.ranked([(5, 3.0)]), {5: 1.0}, weight=0.4, power=2)
+    assert fused == [(5, pytest.approx(0.4))]
+
+
+def test_full_coverage_lifts_a_rare_term_match_over_a_slightly_closer_paraphrase():
+    """The design intent: coverage near 1 beats a small cosine gap; a partial match does not."""
+    gap = fusion.COVERAGE_WEIGHT * 0.5  # a cosine gap smaller than what full coverage adds
+    vector = fusion.ranked([(1, 0.6 + gap), (2, 0.6)])
+    assert fusion.coverage_fusion(vector, [], {1: 0.0, 2: 1.0})[0][0] == 2
+    assert fusion.coverage_fusion(vector, [], {1: 0.0, 2: 0.5})[0][0] == 1
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_rerank_order_scores_never_rise_and_head_follows_the_reranker(seed):
+    rng = random.Random(seed)
+    n = rng.randint(1, 30)
+    fused = sorted(((i, rng.random() / 30) for i in range(n)), key=lambda p: -p[1])
+    logits = [rng.uniform(-8, 8) for _ in fused[: fusion.RERANK_TOP]]
+    out = fusion.rerank_order(fused, logits)
+    scores = [s for _, s in out]
+    assert all(a >= b for a, b in zip(scores, scores[1:], strict=False))
+    assert sorted(cid for cid, _ in out) == sorted(cid for cid, _ in fused)
+    head_ids = [cid for cid, _ in sorted(zip((c for c, _ in fused), logits, strict=False), key=lambda p: -p[1])]
+    assert [cid for cid, _ in out[: len(head_ids)]] == head_ids
+    assert [cid for cid, _ in out[fusion.RERANK_TOP :]] == [cid for cid, _ in fused[fusion.RERANK_TOP :]]
+
+
+def test_rerank_order_requires_one_score_per_head_item():
+    with pytest.raises(ValueError):
+        fusion.rerank_order([(1, 0.5), (2, 0.4)], [0.1])
+
+
+def test_demote_halves_deprecated_scores_and_resorts_stably():
+    scored = [(1, 1.0), (2, 0.8), (3, 0.45), (4, 0.45)]
+    out = fusion.demote(scored, {1: "deprecated", 2: "canonical"})
+    assert out == [(2, 0.8), (1, 1.0 * fusion.DEPRECATED_PENALTY), (3, 0.45), (4, 0.45)]

@@ -1,0 +1,187 @@
+"""The search pipeline through App: modes, degradation, rerank, filters, curation, explain."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from helpers import FakeEmbedder, FakeReranker, write
+from vault_index.engine.chunk import embed_text_for
+from vault_index.errors import UsageError
+from vault_index.services import fusion
+from vault_index.services.search import MODES, Filters
+
+
+def _names(result) -> list[str]:
+    return [os.path.basename(h.path) for h in result.hits]
+
+
+@pytest.fixture
+def indexed(vault, open_app, fake_embedder):
+    app = open_app(fake_embedder, FakeReranker())
+    app.index([str(vault)])
+    return app
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_finds_the_note_and_reports_what_ran(indexed, mode):
+    result = indexed.search("brake pads groove", mode=mode, limit=5)
+    assert result.mode == mode
+    assert result.hits and _names(result)[0] == "bike.md"
+    top = result.hits[0]
+    assert top.heading == "Bike maintenance > Brakes"
+    lines = open(top.path).read().split("\n")
+    assert "brake pads" in "\n".join(lines[top.line_start - 1 : top.line_end])
+    assert result.vector_used == (mode in ("vector", "hybrid", "hybrid+rerank"))
+    assert result.reranked == (mode == "hybrid+rerank")
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_without_an_embedder_hybrid_falls_back_to_keyword_hits_with_a_notice(vault, open_app):
+    app = open_app(None)
+    report = app.index([str(vault)])
+    assert not report.vector_used and report.chunks_embedded == 0
+    result = app.search("brake pads", mode="hybrid")
+    keyword = app.search("brake pads", mode="keyword")
+    assert not result.vector_used and not result.reranked
+    assert [(h.path, h.line_start) for h in result.hits] == [(h.path, h.line_start) for h in keyword.hits]
+    assert _names(result)[0] == "bike.md"
+    assert any("vector search off" in n for n in result.notices)
+
+
+def test_with_an_embedder_but_no_reranker_rerank_mode_reports_reranked_false(vault, open_app, fake_embedder):
+    app = open_app(fake_embedder)
+    app.index([str(vault)])
+    result = app.search("brake pads", mode="hybrid+rerank")
+    plain = app.search("brake pads", mode="hybrid")
+    assert result.vector_used and not result.reranked
+    assert any("rerank off" in n for n in result.notices)
+    assert [(h.path, h.score) for h in result.hits] == [(h.path, h.score) for h in plain.hits]
+
+
+def test_a_reranker_reorders_the_fused_head(tmp_path, open_app, fake_embedder):
+    root = tmp_path / "rr"
+    # short note: close to the query in vector and bm25 terms; the long one repeats the query words
+    write(root, "short.md", "# Pump valve\n\nPump valve pressure.\n")
+    filler = " ".join(f"filler{i}" for i in range(60))
+    write(root, "long.md", f"# Log\n\n{filler} pump valve pressure pump valve pressure pump valve pressure\n")
+    for i in range(5):
+        write(root, f"other{i}.md", f"# Other {i}\n\nunrelated pump note number {i}\n")
+    reranker = FakeReranker()
+    app = open_app(fake_embedder, reranker)
+    app.index([str(root)])
+    query = "pump valve pressure"
+    fused = app.search(query, mode="hybrid", explain=True)
+    assert _names(fused)[0] == "short.md"  # precondition: fusion alone prefers the short note
+    result = app.search(query, mode="hybrid+rerank", explain=True)
+    assert result.reranked and result.vector_used
+    assert _names(result)[0] == "long.md"
+    query_seen, documents = reranker.calls[-1]
+    assert query_seen == query and len(documents) == min(fusion.RERANK_TOP, len(fused.hits))
+    # the order is the fused order sorted by the reranker's score (stable on ties)
+    by_text = {}
+    for hit in fused.hits:
+        row = app.store.db.execute(
+            "SELECT f.title, c.heading, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.path = ? AND c.line_start = ?", (hit.path, hit.line_start)).fetchone()
+        by_text[(hit.path, hit.line_start)] = FakeReranker.score_one(query, embed_text_for(*row))
+    fused_keys = [(h.path, h.line_start) for h in fused.hits]
+    expected = sorted(fused_keys, key=lambda k: -by_text[k])
+    assert [(h.path, h.line_start) for h in result.hits] == expected
+    assert all(h.explain["rerank"] is not None for h in result.hits[: fusion.RERANK_TOP])
+
+
+def test_filters_restrict_results(indexed, vault):
+    query = "probe chain starter postgres sealant"
+    everything = {h.path for h in indexed.search(query, mode="hybrid", limit=50).hits}
+    assert len({os.path.dirname(p) for p in everything}) >= 3  # the query reaches several folders
+    kitchen = indexed.search(query, mode="hybrid", filters=Filters(path_prefix=str(vault / "kitchen")))
+    assert kitchen.hits and {h.path for h in kitchen.hits} == {str(vault / "kitchen" / "sourdough.md")}
+    tagged = indexed.search(query, mode="hybrid", filters=Filters(tags=("soil",)))
+    assert tagged.hits and {h.path for h in tagged.hits} == {str(vault / "garden.md")}
+    for mode in ("keyword", "vector", "grep"):
+        drafts = indexed.search(query, mode=mode, filters=Filters(status="draft"))
+        assert drafts.hits and {h.status for h in drafts.hits} == {"draft"}, mode
+    none = indexed.search(query, mode="hybrid", filters=Filters(tags=("garden",), status="draft"))
+    assert none.hits == ()
+
+
+def test_a_deprecated_note_ranks_below_an_otherwise_equal_live_note(tmp_path, open_app, fake_embedder):
+    root = tmp_path / "dep"
+    body = "# Deploy\n\nRoll out the recipe app with blue green switching on the load balancer.\n"
+    # indexed first (lower chunk id), so it would win every tie without the penalty
+    write(root, "a-old.md", "---\nstatus: deprecated\n---\n" + body)
+    write(root, "b-new.md", "---\nstatus: canonical\n---\n" + body)
+    app = open_app(fake_embedder)
+    app.index([str(root)])
+    for mode in ("keyword", "vector", "hybrid", "grep"):
+        result = app.search("recipe app blue green rollout", mode=mode)
+        assert _names(result) == ["b-new.md", "a-old.md"], mode
+        assert [h.status for h in result.hits] == ["canonical", "deprecated"]
+        assert result.hits[1].score == pytest.approx(result.hits[0].score * fusion.DEPRECATED_PENALTY, abs=1e-6)
+
+
+def test_explain_gives_each_stage_and_the_fusion_formula_holds(indexed):
+    result = indexed.search("capacitive moisture probe", mode="hybrid", explain=True, limit=10)
+    assert result.hits
+    top = result.hits[0].explain
+    assert top["keyword"]["rank"] >= 1 and top["vector"]["rank"] >= 1
+    assert top["fusion"]["version"] == fusion.FUSION_VERSION and 0 <= top["fusion"]["coverage"] <= 1
+    for hit in result.hits:
+        parts = hit.explain
+        assert parts["fusion"] is not None and parts["rerank"] is None
+        if parts["vector"] is not None:
+            expected = parts["vector"]["score"] + fusion.COVERAGE_WEIGHT * parts["fusion"]["coverage"] ** (
+                fusion.COVERAGE_POWER)
+            assert parts["fusion"]["score"] == pytest.approx(expected, abs=1e-3)
+    assert indexed.search("capacitive", mode="hybrid").hits[0].explain == {}  # only when asked
+
+
+def test_operators_are_words_not_syntax(indexed):
+    """NOT and - would exclude, * would widen, a column filter would narrow: all are plain words."""
+    for query in ("capacitive NOT probe", "capacitive -probe", "capacitive AND NOT probe"):
+        result = indexed.search(query, mode="keyword")
+        assert _names(result) and _names(result)[0] == "garden.md", query
+        assert "probe" in result.hits[0].snippet
+    assert indexed.search("capaci*", mode="keyword").hits == ()  # no prefix expansion
+    assert indexed.search("body:degreaser", mode="keyword").hits == ()  # not a column filter
+
+
+def test_only_stopwords_or_punctuation_gives_no_keyword_hits_and_no_error(indexed):
+    for query in ("the and of to", '"', "?!?", "—"):
+        assert indexed.search(query, mode="keyword").hits == ()
+        assert indexed.search(query, mode="grep").hits == ()
+        indexed.search(query, mode="hybrid+rerank")  # vector side may still answer; must not raise
+
+
+def test_a_long_query_is_cut_with_a_notice_and_still_finds(indexed):
+    from vault_index.services.query import MAX_QUERY_CHARS
+
+    query = "degreaser derailleur " + "x" * 10_000
+    for mode in MODES:
+        result = indexed.search(query, mode=mode)
+        assert len(result.query) == MAX_QUERY_CHARS
+        assert any("cut" in n for n in result.notices)
+        assert _names(result)[0] == "bike.md", mode
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"query": ""}, {"query": "   "}, {"query": "x", "mode": "fuzzy"}, {"query": "x", "limit": 0},
+               {"query": "x", "limit": 101}]
+)
+def test_malformed_requests_are_usage_errors(indexed, kwargs):
+    with pytest.raises(UsageError):
+        indexed.search(**kwargs)
+
+
+def test_snippet_of_a_long_chunk_is_centred_on_the_query_word(tmp_path, open_app):
+    root = tmp_path / "snip"
+    text = " ".join(f"w{i:03}" for i in range(70)) + " needleword " + " ".join(f"v{i:03}" for i in range(150))
+    write(root, "n.md", f"# N\n\n{text}\n")
+    app = open_app(FakeEmbedder())
+    app.index([str(root)])
+    hit = app.search("needleword", mode="keyword").hits[0]
+    assert app.store.counts()["chunks"] == 1  # one chunk, longer than a snippet
+    assert "needleword" in hit.snippet and hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert len(hit.snippet) <= 482

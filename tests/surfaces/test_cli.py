@@ -1,0 +1,136 @@
+"""The `vault-index` CLI, run as a subprocess on a tmp index (VAULT_EMBED_MODEL=none: fast)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from helpers import CLI, REPO, cli_env, snapshot
+from vault_index.surfaces.cli import build_parser
+
+HIT_KEYS = {"path", "heading", "line_start", "line_end", "score", "snippet"}
+
+
+def run(env, *args, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([CLI, *args], env=env, input=stdin, capture_output=True, text=True, timeout=60)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def subcommands() -> list[str]:
+    parser = build_parser()
+    (action,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sorted(action.choices)
+
+
+@pytest.fixture
+def env(tmp_path):
+    return cli_env(tmp_path / "cli" / "index.db")
+
+
+def test_index_then_search_json_has_the_documented_shape(env, vault):
+    before = snapshot(vault)
+    out = run(env, "index", str(vault), "--json")
+    report = json.loads(out.stdout)
+    assert report["indexed"] == 4 and report["vector_used"] is False
+    result = json.loads(run(env, "search", "brake pads groove", "--json").stdout)
+    assert {"query", "mode", "vector_used", "reranked", "hits"} <= result.keys()
+    assert result["query"] == "brake pads groove" and result["mode"] == "hybrid+rerank"
+    assert result["vector_used"] is False and result["reranked"] is False
+    assert result["hits"]
+    for hit in result["hits"]:
+        assert HIT_KEYS <= hit.keys()
+        assert hit["path"].startswith("/") and hit["path"].startswith(str(vault))
+        assert isinstance(hit["line_start"], int) and hit["line_start"] <= hit["line_end"]
+        assert isinstance(hit["score"], float)
+    top = result["hits"][0]
+    assert top["path"] == str(vault / "bike.md") and top["heading"] == "Bike maintenance > Brakes"
+    lines = (vault / "bike.md").read_text().split("\n")
+    assert "brake pads" in "\n".join(lines[top["line_start"] - 1 : top["line_end"]])
+    assert snapshot(vault) == before
+
+
+def test_search_plain_text_and_explain(env, vault):
+    run(env, "index", str(vault), "-s")
+    out = run(env, "search", "degreaser", "--mode", "keyword", "-n", "1").stdout
+    assert re.match(rf"\s*1\. {re.escape(str(vault / 'bike.md'))}:\d+-\d+", out)
+    explained = json.loads(run(env, "search", "degreaser", "--mode", "keyword", "--explain", "--json").stdout)
+    assert explained["hits"][0]["explain"]["keyword"]["rank"] == 1
+
+
+def test_search_dash_reads_one_query_per_stdin_line_and_prints_json_lines(env, vault):
+    run(env, "index", str(vault), "-s")
+    queries = ["brake pads", "sourdough starter", "capacitive probe"]
+    out = run(env, "search", "-", stdin="\n".join(queries) + "\n\n").stdout
+    lines = out.strip().split("\n")
+    assert len(lines) == 3
+    results = [json.loads(line) for line in lines]
+    assert [r["query"] for r in results] == queries
+    assert [r["hits"][0]["path"].rsplit("/", 1)[1] for r in results] == ["bike.md", "sourdough.md", "garden.md"]
+
+
+def test_get_prints_a_note_and_refuses_paths_outside_the_sources(env, vault, tmp_path):
+    run(env, "index", str(vault), "-s")
+    assert run(env, "get", "bike.md").stdout == (vault / "bike.md").read_text()
+    window = json.loads(run(env, "get", "bike.md", "--start", "3", "--lines", "1", "--json").stdout)
+    assert window["content"] == (vault / "bike.md").read_text().split("\n")[2]
+    outside = tmp_path / "outside.md"
+    outside.write_text("private\n")
+    for path in ("../outside.md", str(outside), "secrets/keys.md"):
+        proc = run(env, "get", path, check=False)
+        assert proc.returncode == 4, path
+        assert proc.stdout == ""
+        assert proc.stderr.startswith("vault-index: ") and ("outside" in proc.stderr or "never served" in proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
+def test_usage_and_not_found_errors_have_their_exit_codes(env, vault, tmp_path):
+    run(env, "index", str(vault), "-s")
+    empty = run(env, "search", "   ", check=False)
+    assert empty.returncode == 2 and "empty" in empty.stderr
+    bad_limit = run(env, "search", "x", "-n", "0", check=False)
+    assert bad_limit.returncode == 2 and "limit" in bad_limit.stderr
+    missing = run(env, "remove", str(tmp_path / "never-added"), check=False)
+    assert missing.returncode == 3 and "not a registered source" in missing.stderr
+    gone = run(env, "index", str(tmp_path / "nope"), check=False)
+    assert gone.returncode == 3 and "does not exist" in gone.stderr
+
+
+def test_sources_remove_and_status(env, vault):
+    run(env, "index", str(vault), "-s")
+    sources = json.loads(run(env, "sources", "--json").stdout)
+    assert sources == [{"path": str(vault), "files": 4, "chunks": sources[0]["chunks"]}] and sources[0]["chunks"] > 4
+    status = json.loads(run(env, "status", "--json").stdout)
+    assert status["files"] == 4 and status["db"] == env["VAULT_INDEX_DB"] and status["vectors"] == 0
+    assert json.loads(run(env, "remove", str(vault), "--json").stdout) == {"removed_files": 4}
+    assert json.loads(run(env, "sources", "--json").stdout) == []
+    assert json.loads(run(env, "search", "brake", "--json").stdout)["hits"] == []
+
+
+@pytest.mark.parametrize("command", [None, *subcommands()])
+def test_help_works_for_every_command(env, command):
+    args = ["--help"] if command is None else [command, "--help"]
+    proc = run(env, *args)
+    assert proc.stdout.startswith("usage: vault-index" + (f" {command}" if command else ""))
+    if command is None:
+        for name in subcommands():
+            assert name in proc.stdout
+
+
+def test_every_command_is_documented_in_docs_cli_md():
+    doc = REPO / "docs" / "cli.md"
+    assert doc.is_file(), "docs/cli.md is missing"
+    text = doc.read_text()
+    undocumented = [
+        name for name in subcommands() if not re.search(rf"(`|vault-index\s+){re.escape(name)}\b", text)
+    ]
+    assert undocumented == [], f"commands missing from docs/cli.md: {undocumented}"
+
+
+def test_version(env):
+    from vault_index import __version__
+
+    assert run(env, "--version").stdout.strip() == f"vault-index {__version__}"
