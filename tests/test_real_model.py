@@ -58,7 +58,7 @@ def test_index_with_the_shipped_model_stores_384_dim_normalised_vectors(tmp_path
         fingerprint = shipped.embedder().fingerprint
         assert report.vector_used and report.chunks_embedded == app.store.counts()["chunks"] > 0
         rows = app.store.vector_rows(fingerprint)
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+        matrix = np.frombuffer(b"".join(blob for _, _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
         assert matrix.shape == (app.store.counts()["chunks"], 384)
         assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-3)
         query = shipped.embedder().embed_query("bicycle brakes")

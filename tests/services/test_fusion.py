@@ -89,3 +89,15 @@ def test_demote_halves_deprecated_scores_and_resorts_stably():
     scored = [(1, 1.0), (2, 0.8), (3, 0.45), (4, 0.45)]
     out = fusion.demote(scored, {1: "deprecated", 2: "canonical"})
     assert out == [(2, 0.8), (1, 1.0 * fusion.DEPRECATED_PENALTY), (3, 0.45), (4, 0.45)]
+
+
+def test_coverage_fusion_adds_the_weighted_note_similarity():
+    vector = fusion.ranked([(1, 0.60), (2, 0.55)])
+    notes = {1: 0.10, 2: 0.50}  # chunk 2 sits in a note much closer to the query
+    fused = fusion.coverage_fusion(vector, [], {}, notes, note_weight=0.2)
+    assert dict(fused) == {
+        1: pytest.approx(0.60 + 0.2 * 0.10),
+        2: pytest.approx(0.55 + 0.2 * 0.50),
+    }
+    assert [cid for cid, _ in fused] == [2, 1]
+    assert [cid for cid, _ in fusion.coverage_fusion(vector, [], {}, notes, note_weight=0.0)] == [1, 2]

@@ -132,8 +132,11 @@ def test_explain_gives_each_stage_and_the_fusion_formula_holds(indexed):
         parts = hit.explain
         assert parts["fusion"] is not None and parts["rerank"] is None
         if parts["vector"] is not None:
-            expected = parts["vector"]["score"] + fusion.COVERAGE_WEIGHT * parts["fusion"]["coverage"] ** (
-                fusion.COVERAGE_POWER)
+            expected = (
+                parts["vector"]["score"]
+                + fusion.COVERAGE_WEIGHT * parts["fusion"]["coverage"] ** fusion.COVERAGE_POWER
+                + fusion.NOTE_WEIGHT * parts["fusion"]["note"]
+            )
             assert parts["fusion"]["score"] == pytest.approx(expected, abs=1e-3)
     assert indexed.search("capacitive", mode="hybrid").hits[0].explain == {}  # only when asked
 

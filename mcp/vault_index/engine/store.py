@@ -285,12 +285,28 @@ class Store:
                 "DELETE FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"
             ).rowcount
 
-    def vector_rows(self, model: str) -> list[tuple[int, bytes]]:
+    def vector_rows(self, model: str) -> list[tuple[int, int, bytes]]:
+        """(chunk id, file id, vector blob) of every chunk with a vector for `model`."""
         return list(
             self.db.execute(
-                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
                 "ON e.hash = c.hash AND e.model = ? ORDER BY c.id",
                 (model,),
+            )
+        )
+
+    def file_vectors(self, model: str, chunk_ids: Iterable[int]) -> list[tuple[int, int, bytes]]:
+        """(chunk id, file id, blob) of every chunk in the files that hold `chunk_ids`."""
+        ids = list(chunk_ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return list(
+            self.db.execute(
+                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
+                "ON e.hash = c.hash AND e.model = ? WHERE c.file_id IN "
+                f"(SELECT file_id FROM chunks WHERE id IN ({marks}))",
+                (model, *ids),
             )
         )
 

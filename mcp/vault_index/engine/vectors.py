@@ -12,16 +12,35 @@ from pathlib import Path
 from vault_index.engine.store import Store
 
 
+def note_centroids(rows: list[tuple[int, int, bytes]]):
+    """(chunk ids, file ids, chunk matrix, {file id: unit-length mean of its chunk vectors})."""
+    import numpy as np
+
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    files = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    unique, inverse = np.unique(files, return_inverse=True)
+    sums = np.zeros((len(unique), matrix.shape[1]), dtype=np.float32)
+    np.add.at(sums, inverse, matrix)
+    sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    return ids, files, matrix, dict(zip(unique.tolist(), sums, strict=True))
+
+
 class NumpyIndex:
-    """All vectors of one model in one float32 matrix, reloaded when the index generation moves."""
+    """All vectors of one model in one float32 matrix, reloaded when the index generation moves.
+
+    Also holds one centroid per note (the normalised mean of its chunk vectors): the note-level
+    evidence that fusion adds to each chunk's own cosine.
+    """
 
     name = "numpy"
 
     def __init__(self, store: Store, model: str):
         self.store, self.model = store, model
         self._generation = -1
-        self._ids = None
-        self._matrix = None
+        self._ids = self._files = self._matrix = None
+        self._centroids: dict = {}
+        self._file_of: dict[int, int] = {}
 
     def _refresh(self) -> None:
         import numpy as np
@@ -31,13 +50,24 @@ class NumpyIndex:
             return
         rows = self.store.vector_rows(self.model)
         if rows:
-            self._ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            self._matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
-                len(rows), -1
-            )
+            self._ids, self._files, self._matrix, self._centroids = note_centroids(rows)
+            self._file_of = dict(zip(self._ids.tolist(), self._files.tolist(), strict=True))
         else:
-            self._ids, self._matrix = np.zeros(0, dtype=np.int64), None
+            self._ids, self._matrix, self._centroids, self._file_of = np.zeros(0, dtype=np.int64), None, {}, {}
         self._generation = generation
+
+    def note_similarity(self, query_vector, chunk_ids) -> dict[int, float]:
+        """Cosine between the query and the centroid of each chunk's note."""
+        import numpy as np
+
+        self._refresh()
+        query = np.asarray(query_vector, dtype=np.float32)
+        result = {}
+        for cid in chunk_ids:
+            file_id = self._file_of.get(cid)
+            if file_id is not None:
+                result[cid] = float(self._centroids[file_id] @ query)
+        return result
 
     def search(self, query_vector, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         import numpy as np
@@ -79,8 +109,20 @@ class SqliteVecIndex:
 
     name = "sqlite-vec"
 
-    def __init__(self, db, model: str):
-        self.db, self.model = db, model
+    def __init__(self, db, model: str, store: Store):
+        self.db, self.model, self.store = db, model, store
+
+    def note_similarity(self, query_vector, chunk_ids) -> dict[int, float]:
+        """As NumpyIndex.note_similarity, from the candidates' notes' vectors read on demand."""
+        import numpy as np
+
+        rows = self.store.file_vectors(self.model, chunk_ids)
+        if not rows:
+            return {}
+        ids, files, _, centroids = note_centroids(rows)
+        file_of = dict(zip(ids.tolist(), files.tolist(), strict=True))
+        query = np.asarray(query_vector, dtype=np.float32)
+        return {cid: float(centroids[file_of[cid]] @ query) for cid in chunk_ids if cid in file_of}
 
     def search(self, query_vector, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         import numpy as np
@@ -101,5 +143,5 @@ def open_vector_index(store: Store, model: str, backend: str = "auto"):
     if backend == "sqlite-vec":
         db = sqlite_vec_connection(store.path)
         if db is not None:
-            return SqliteVecIndex(db, model)
+            return SqliteVecIndex(db, model, store)
     return NumpyIndex(store, model)

@@ -1,8 +1,10 @@
 """Retrieval eval: golden questions scored per mode at chunk and file level.
 
-A chunk is relevant when it is in the labelled file and its heading path is the labelled one or
-below it. File level collapses hits to their files, first occurrence wins. Recall@5 here is the
-share of questions with a relevant result in the top 5 (each question has one answer section).
+A golden line names its answer (`file`, `heading`) and, where another section answers equally
+well, alternatives in `also`. A chunk is relevant when it is in an answer's file and its heading
+path is the answer's or below it. File level collapses hits to their files, first occurrence
+wins. Every metric counts the first relevant result (a question needs one answer), so Recall@5
+is the share of questions answered in the top 5.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ class Question:
     id: str
     query: str
     kind: str
-    file: str  # absolute
-    heading: str
+    answers: tuple[tuple[str, str], ...]  # (absolute file, heading path), the label first
+
+    @property
+    def files(self) -> set[str]:
+        return {f for f, _ in self.answers}
 
 
 def load_golden(path: Path, root: Path) -> list[Question]:
@@ -41,15 +46,19 @@ def load_golden(path: Path, root: Path) -> list[Question]:
             continue
         try:
             item = json.loads(line)
-            questions.append(Question(item["id"], item["query"], item.get("kind", "unlabelled"),
-                                      str((root / item["file"]).resolve()), item["heading"]))
+            labels = [item] + list(item.get("also", []))
+            answers = tuple((str((root / a["file"]).resolve()), a["heading"]) for a in labels)
+            questions.append(Question(item["id"], item["query"], item.get("kind", "unlabelled"), answers))
         except (ValueError, KeyError) as exc:
             raise UsageError(f"{path}:{number}: not a golden question ({exc})") from exc
     return questions
 
 
 def relevant_chunk(path: str, heading: str, q: Question) -> bool:
-    return path == q.file and (heading == q.heading or heading.startswith(q.heading + " > "))
+    return any(
+        path == file and (heading == label or heading.startswith(label + " > "))
+        for file, label in q.answers
+    )
 
 
 def score_ranking(relevance: list[bool]) -> dict[str, float]:
@@ -77,7 +86,7 @@ def chunk_relevance(hits, q: Question) -> list[bool]:
 
 def file_relevance(hits, q: Question) -> list[bool]:
     files = list(dict.fromkeys(hit.path for hit in hits))
-    return [f == q.file for f in files]
+    return [f in q.files for f in files]
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:

@@ -3,7 +3,8 @@
 Stages, in order:
 1. keyword: stopword-free, quoted FTS5 query, bm25, CANDIDATES_PER_SIDE deep;
 2. vector: the query embedded, kNN over chunk vectors, as deep;
-3. fusion: cosine plus an IDF-weighted term-coverage bonus (fusion.coverage_fusion);
+3. fusion: cosine, plus an IDF-weighted term-coverage bonus, plus the query's similarity to the
+   chunk's whole note (fusion.coverage_fusion);
 4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
 5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
 A stage that cannot run (no embedding model, no reranker) is skipped and the result says so.
@@ -50,6 +51,7 @@ class _Trace:
     fused: dict[int, float] = field(default_factory=dict)
     reranked: dict[int, float] = field(default_factory=dict)
     coverage: dict[int, float] = field(default_factory=dict)
+    note: dict[int, float] = field(default_factory=dict)
 
 
 class Searcher:
@@ -99,8 +101,10 @@ class Searcher:
         else:
             keyword = self._keyword(terms, allowed) if mode != "vector" else []
             vector: list[Candidate] = []
+            query_vector = None
             if mode != "keyword":
-                vector, vector_used = self._vector(query, mode, allowed, notices)
+                vector, query_vector = self._vector(query, mode, allowed, notices)
+                vector_used = query_vector is not None
             trace.keyword = {c.chunk_id: c for c in keyword}
             trace.vector = {c.chunk_id: c for c in vector}
             if mode == "keyword" or not vector_used:
@@ -109,7 +113,9 @@ class Searcher:
                 order = [(c.chunk_id, c.score) for c in vector]
             else:
                 trace.coverage = self._coverages(terms, keyword, vector)
-                order = fusion.coverage_fusion(vector, keyword, trace.coverage)
+                ids = {c.chunk_id for c in keyword} | {c.chunk_id for c in vector}
+                trace.note = self.vector_index().note_similarity(query_vector, ids)
+                order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note)
                 trace.fused = dict(order)
                 if mode == "hybrid+rerank":
                     order, reranked = self._rerank(query, order, notices)
@@ -135,14 +141,15 @@ class Searcher:
 
     def _vector(
         self, query: str, mode: str, allowed: set[int] | None, notices: list[str]
-    ) -> tuple[list[Candidate], bool]:
+    ):
+        """(candidates, query vector); the vector is None when no embedding model loads."""
         index = self.vector_index()
         if index is None:
             fallback = "no results in vector mode" if mode == "vector" else "keyword results only"
             notices.append(f"vector search off: {self.models.embed_error}; {fallback}")
-            return [], False
+            return [], None
         vector = self.models.embedder().embed_query(query)
-        return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), True
+        return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), vector
 
     def _coverages(
         self, terms: list[str], keyword: list[Candidate], vector: list[Candidate]
@@ -199,6 +206,7 @@ class Searcher:
                 "fusion": {
                     "score": round(trace.fused[row.id], 6),
                     "coverage": round(trace.coverage.get(row.id, 0.0), 4),
+                    "note": round(trace.note.get(row.id, 0.0), 4),
                     "version": fusion.FUSION_VERSION,
                 } if row.id in trace.fused else None,
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
