@@ -377,6 +377,9 @@ class Store:
             "frontmatter": json.loads(row[4] or "{}"), "source": row[5], "indexed_at": row[6],
         }
 
+    def chunk_count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
         return {

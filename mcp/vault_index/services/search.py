@@ -93,6 +93,7 @@ class Searcher:
         if filters.active():
             allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status)
         trace = _Trace()
+        rows: dict = {}  # chunk id -> row, read once per search
         terms = query_terms(query)
         vector_used = reranked = False
 
@@ -112,17 +113,17 @@ class Searcher:
             elif mode == "vector":
                 order = [(c.chunk_id, c.score) for c in vector]
             else:
-                trace.coverage = self._coverages(terms, keyword, vector)
-                ids = {c.chunk_id for c in keyword} | {c.chunk_id for c in vector}
-                trace.note = self.vector_index().note_similarity(query_vector, ids)
+                rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
+                trace.coverage = self._coverages(terms, rows)
+                trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
                 order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note)
                 trace.fused = dict(order)
                 if mode == "hybrid+rerank":
-                    order, reranked = self._rerank(query, order, notices)
+                    order, reranked = self._rerank(query, order, rows, notices)
                     if reranked:
                         trace.reranked = dict(order[: fusion.RERANK_TOP])
 
-        rows = self.store.chunk_rows(cid for cid, _ in order)
+        rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
         shown = trace if explain else None
         hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)
@@ -151,30 +152,26 @@ class Searcher:
         vector = self.models.embedder().embed_query(query)
         return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), vector
 
-    def _coverages(
-        self, terms: list[str], keyword: list[Candidate], vector: list[Candidate]
-    ) -> dict[int, float]:
+    def _coverages(self, terms: list[str], rows: dict) -> dict[int, float]:
         """Each candidate's IDF-weighted share of the query terms (word-start match, any case)."""
         if not terms:
             return {}
-        total = self.store.counts()["chunks"]
+        total = self.store.chunk_count()
         cap = max(DF_COUNT_CAP, total // 100)
         weights = [fusion.idf(self.store.term_doc_count(quote(t), cap), total) for t in terms]
         patterns = [re.compile(r"(?<!\w)" + re.escape(t), re.IGNORECASE) for t in terms]
-        rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
         result = {}
         for cid, row in rows.items():
             text = f"{row.title}\n{row.heading}\n{row.text}"
             result[cid] = fusion.coverage([bool(p.search(text)) for p in patterns], weights)
         return result
 
-    def _rerank(self, query: str, fused: list[tuple[int, float]], notices: list[str]):
+    def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):
         reranker = self.models.reranker()
         if reranker is None:
             notices.append(f"rerank off: {self.models.rerank_error}; fusion order")
             return fused, False
         head = [cid for cid, _ in fused[: fusion.RERANK_TOP]]
-        rows = self.store.chunk_rows(head)
         documents = [embed_text_for(rows[c].title, rows[c].heading, rows[c].text) for c in head]
         scores = reranker.score(query, documents) if documents else []
         return fusion.rerank_order(fused, scores), True
