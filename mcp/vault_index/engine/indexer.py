@@ -92,6 +92,8 @@ def sync(
         report.vector_used = True
         _embed_missing(store, embedder, report, progress)
         store.prune_vectors()
+    if report.indexed or report.removed or report.chunks_embedded:
+        store.checkpoint()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -128,8 +130,10 @@ def _sync_file(store: Store, source_id: int, path: Path, report: SyncReport, cou
     report.indexed += 1
 
 
-def _embed_missing(store: Store, embedder, report: SyncReport, progress: Progress | None) -> None:
-    pending = store.chunks_missing_vectors(embedder.fingerprint)
+def _embed_missing(
+    store: Store, embedder, report: SyncReport, progress: Progress | None, path: str | None = None
+) -> None:
+    pending = store.chunks_missing_vectors(embedder.fingerprint, path)
     total = len(pending)
     for start in range(0, total, EMBED_COMMIT_BATCH):
         batch = pending[start : start + EMBED_COMMIT_BATCH]
@@ -159,6 +163,6 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
                 report.removed += 1
             if embedder is not None:
                 report.vector_used = True
-                _embed_missing(store, embedder, report, None)
+                _embed_missing(store, embedder, report, None, real)
             return report
     return None

@@ -49,7 +49,20 @@ def m001_initial(db: sqlite3.Connection) -> None:
             db.execute(statement)
 
 
-MIGRATIONS = (m001_initial,)
+def m002_embeddings_rowid(db: sqlite3.Connection) -> None:
+    """Vectors in a rowid table: as WITHOUT ROWID, each 1.6 KB row spilled to a mostly empty
+    overflow page (bench, 100k chunks: 468 MB of pages for 163 MB of vectors)."""
+    for statement in (
+        "CREATE TABLE embeddings_new(id INTEGER PRIMARY KEY, hash TEXT NOT NULL, model TEXT NOT NULL, "
+        "vector BLOB NOT NULL, UNIQUE(hash, model))",
+        "INSERT INTO embeddings_new(hash, model, vector) SELECT hash, model, vector FROM embeddings",
+        "DROP TABLE embeddings",
+        "ALTER TABLE embeddings_new RENAME TO embeddings",
+    ):
+        db.execute(statement)
+
+
+MIGRATIONS = (m001_initial, m002_embeddings_rowid)
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA journal_size_limit = 67108864")  # 64 MB: a truncated WAL stays small
     return db
 
 
@@ -259,14 +273,22 @@ class Store:
 
     # --- embeddings -------------------------------------------------------------------------
 
-    def chunks_missing_vectors(self, model: str) -> list[tuple[str, str, str, str]]:
-        """(hash, title, heading, text) of every distinct chunk with no vector for `model`."""
+    def chunks_missing_vectors(self, model: str, path: str | None = None) -> list[tuple[str, str, str, str]]:
+        """(hash, title, heading, text) of every distinct chunk with no vector for `model`.
+
+        With `path`, only that file's chunks: a single-file re-index must not scan the whole
+        index (bench, 100k chunks: about 1 s for the full scan).
+        """
+        where, args = "e.hash IS NULL", [model]
+        if path is not None:
+            where += " AND f.path = ?"
+            args.append(path)
         return list(
             self.db.execute(
                 "SELECT c.hash, MIN(f.title), MIN(c.heading), MIN(c.text) FROM chunks c "
                 "JOIN files f ON f.id = c.file_id LEFT JOIN embeddings e "
-                "ON e.hash = c.hash AND e.model = ? WHERE e.hash IS NULL GROUP BY c.hash",
-                (model,),
+                f"ON e.hash = c.hash AND e.model = ? WHERE {where} GROUP BY c.hash",
+                args,
             )
         )
 
@@ -278,6 +300,13 @@ class Store:
             )
             self.bump_generation(db)
 
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the index after a big sync so it does not stay hundreds of MB."""
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            pass  # another process is reading; the next checkpoint will do it
+
     def prune_vectors(self) -> int:
         """Drop vectors no chunk uses any more (any model). Kept: vectors of live chunks."""
         with self.transaction() as db:
@@ -286,14 +315,17 @@ class Store:
             ).rowcount
 
     def vector_rows(self, model: str) -> list[tuple[int, int, bytes]]:
-        """(chunk id, file id, vector blob) of every chunk with a vector for `model`."""
-        return list(
-            self.db.execute(
-                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
-                "ON e.hash = c.hash AND e.model = ? ORDER BY c.id",
-                (model,),
-            )
-        )
+        """(chunk id, file id, vector blob) of every chunk with a vector for `model`.
+
+        Two sequential scans joined in Python: the SQL join looked up 100k hashes at random and
+        took 2.4 s at 100k chunks, against under 1 s this way.
+        """
+        vectors = dict(self.db.execute("SELECT hash, vector FROM embeddings WHERE model = ?", (model,)))
+        return [
+            (cid, fid, vectors[h])
+            for cid, fid, h in self.db.execute("SELECT id, file_id, hash FROM chunks ORDER BY id")
+            if h in vectors
+        ]
 
     def file_vectors(self, model: str, chunk_ids: Iterable[int]) -> list[tuple[int, int, bytes]]:
         """(chunk id, file id, blob) of every chunk in the files that hold `chunk_ids`."""

@@ -37,5 +37,16 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_match(terms: list[str]) -> str:
-    return " OR ".join(quote(t) for t in terms)
+def fts_match(terms: list[str], doc_counts: list[int], common_at: int) -> str:
+    """The FTS5 query: any of the query's specific terms, or all of them when every one is common.
+
+    Terms found in `common_at` chunks or more are left out while a more specific term remains:
+    bm25 scores every match of an OR, and a term in thousands of chunks costs tens of
+    milliseconds at 100k chunks while telling the ranking little (bench: FTS p95 39 -> 11 ms).
+    Terms that match nothing are left out too. Returns "" when nothing can match.
+    """
+    present = [t for t, df in zip(terms, doc_counts, strict=True) if df > 0]
+    specific = [t for t, df in zip(terms, doc_counts, strict=True) if 0 < df < common_at]
+    if specific:
+        return " OR ".join(quote(t) for t in specific)
+    return " AND ".join(quote(t) for t in present)

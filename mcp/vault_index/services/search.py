@@ -28,8 +28,8 @@ MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
 DEFAULT_MODE = "hybrid+rerank"
 MAX_LIMIT = 100
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
-# Document frequencies are counted no further than this (or 1% of chunks): bounded cost per term,
-# and past it a term is common whatever its exact count.
+# A term in this many chunks (or 1% of them, if more) is common: its count stops there (bounded
+# cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
 DF_COUNT_CAP = 1000
 FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
 
@@ -52,6 +52,13 @@ class _Trace:
     reranked: dict[int, float] = field(default_factory=dict)
     coverage: dict[int, float] = field(default_factory=dict)
     note: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _DocCounts:
+    total: int  # chunks in the index
+    common_at: int  # a term in this many chunks or more is common (and counted no further)
+    per_term: list[int]
 
 
 class Searcher:
@@ -100,7 +107,8 @@ class Searcher:
         if mode == "grep":
             order = self._grep(terms, allowed)
         else:
-            keyword = self._keyword(terms, allowed) if mode != "vector" else []
+            counts = self._doc_counts(terms) if mode != "vector" else None
+            keyword = self._keyword(terms, counts, allowed) if counts else []
             vector: list[Candidate] = []
             query_vector = None
             if mode != "keyword":
@@ -114,7 +122,7 @@ class Searcher:
                 order = [(c.chunk_id, c.score) for c in vector]
             else:
                 rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
-                trace.coverage = self._coverages(terms, rows)
+                trace.coverage = self._coverages(terms, counts, rows)
                 trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
                 order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note)
                 trace.fused = dict(order)
@@ -131,11 +139,20 @@ class Searcher:
 
     # --- stages -----------------------------------------------------------------------------
 
-    def _keyword(self, terms: list[str], allowed: set[int] | None) -> list[Candidate]:
+    def _doc_counts(self, terms: list[str]) -> _DocCounts | None:
+        """How many chunks hold each term, counted no further than the common-term threshold."""
         if not terms:
+            return None
+        total = self.store.chunk_count()
+        common_at = max(DF_COUNT_CAP, total // 100)
+        return _DocCounts(total, common_at, [self.store.term_doc_count(quote(t), common_at) for t in terms])
+
+    def _keyword(self, terms: list[str], counts: _DocCounts, allowed: set[int] | None) -> list[Candidate]:
+        match = fts_match(terms, counts.per_term, counts.common_at)
+        if not match:
             return []
         depth = FILTERED_KEYWORD_DEPTH if allowed is not None else fusion.CANDIDATES_PER_SIDE
-        pairs = self.store.keyword(fts_match(terms), depth)
+        pairs = self.store.keyword(match, depth)
         if allowed is not None:
             pairs = [p for p in pairs if p[0] in allowed][: fusion.CANDIDATES_PER_SIDE]
         return fusion.ranked(pairs)
@@ -152,18 +169,20 @@ class Searcher:
         vector = self.models.embedder().embed_query(query)
         return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), vector
 
-    def _coverages(self, terms: list[str], rows: dict) -> dict[int, float]:
+    def _coverages(self, terms: list[str], counts: _DocCounts | None, rows: dict) -> dict[int, float]:
         """Each candidate's IDF-weighted share of the query terms (word-start match, any case)."""
-        if not terms:
+        if not counts:
             return {}
-        total = self.store.chunk_count()
-        cap = max(DF_COUNT_CAP, total // 100)
-        weights = [fusion.idf(self.store.term_doc_count(quote(t), cap), total) for t in terms]
-        patterns = [re.compile(r"(?<!\w)" + re.escape(t), re.IGNORECASE) for t in terms]
+        weights = [fusion.idf(df, counts.total) for df in counts.per_term]
+        # One pass per chunk: longest terms first, so a term that prefixes another still counts
+        # when the longer one is what matched ("sensor" in "sensors").
+        alternation = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+        pattern = re.compile(r"(?<!\w)(" + alternation + ")", re.IGNORECASE)
         result = {}
         for cid, row in rows.items():
-            text = f"{row.title}\n{row.heading}\n{row.text}"
-            result[cid] = fusion.coverage([bool(p.search(text)) for p in patterns], weights)
+            found = {m.lower() for m in pattern.findall(f"{row.title}\n{row.heading}\n{row.text}")}
+            present = [any(f.startswith(t) for f in found) for t in terms]
+            result[cid] = fusion.coverage(present, weights)
         return result
 
     def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):

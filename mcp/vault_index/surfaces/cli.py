@@ -242,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     from vault_index.services.app import App
 
     try:
-        app = None if args.command in ("bench", "serve") else App.open()
+        # eval and bench open their own indexes; serve opens one inside the server.
+        app = None if args.command in ("bench", "serve", "eval") else App.open()
         try:
             return args.run(app, args)
         finally:

@@ -1,0 +1,31 @@
+"""Query text to FTS5: stopwords out, every term quoted, common terms out while a rarer one remains."""
+
+from __future__ import annotations
+
+from vault_index.services.query import MAX_QUERY_TERMS, fts_match, query_terms, quote
+
+
+def test_terms_are_lowercased_deduplicated_and_stopword_free():
+    assert query_terms("What did Tobiah say about the VPN, the vpn and INFRA-2288?") == [
+        "tobiah", "say", "vpn", "infra-2288"]
+    assert query_terms("the of and to") == []
+    assert len(query_terms(" ".join(f"w{i}" for i in range(100)))) == MAX_QUERY_TERMS
+
+
+def test_quote_makes_any_input_a_string_literal():
+    assert quote('say "hi"') == '"say ""hi"""'
+    assert quote("NEAR(") == '"NEAR("'
+
+
+def test_common_terms_leave_the_query_while_a_specific_one_remains():
+    assert fts_match(["deploy", "tobiah"], [5000, 3], common_at=1000) == '"tobiah"'
+    assert fts_match(["a1", "b2"], [10, 20], common_at=1000) == '"a1" OR "b2"'
+
+
+def test_all_common_terms_are_required_together():
+    assert fts_match(["deploy", "server"], [1000, 1000], common_at=1000) == '"deploy" AND "server"'
+
+
+def test_terms_that_match_nothing_are_dropped():
+    assert fts_match(["zzz", "tobiah"], [0, 2], common_at=1000) == '"tobiah"'
+    assert fts_match(["zzz"], [0], common_at=1000) == ""
