@@ -72,3 +72,15 @@ def test_hash_depends_on_context_so_the_same_text_under_another_heading_differs(
     c = chunk_note(parse_note("/v/b.md", "# One\n\nsame body\n"))[0]
     assert a.hash != b.hash
     assert a.hash == c.hash  # path is not part of the key: identical content shares a vector
+
+
+def test_chunk_text_is_verbatim_from_the_file_when_a_paragraph_is_split_by_lines():
+    """Lines of one paragraph rejoin with one newline, paragraphs with a blank line: no invented text."""
+    lines = [f"line {i} of a long list about sensors and batteries" for i in range(60)]
+    body = "\n".join(lines) + "\n\nA second paragraph after a blank line.\n"
+    text = "# Note\n\n" + body
+    chunks = chunk_note(parse_note("n.md", text), approximate_tokens, max_tokens=80)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        assert chunk.text in text
+        assert "\n".join(text.split("\n")[chunk.line_start - 1 : chunk.line_end]).strip() == chunk.text

@@ -92,9 +92,7 @@ def chunk_note(
             return len(text) <= MAX_CHUNK_CHARS and count_tokens(f"{context}\n\n{text}") <= max_tokens
 
         for group in _pack(_paragraphs(section), fits):
-            text = "\n\n".join(u.text for u in group) if _distinct_lines(group) else " ".join(
-                u.text for u in group
-            )
+            text = _join(group)
             embed_text = embed_text_for(note.title, section.heading, text)
             chunks.append(
                 Chunk(
@@ -110,8 +108,18 @@ def chunk_note(
     return chunks
 
 
-def _distinct_lines(group: list[_Unit]) -> bool:
-    return all(a.line_end < b.line_start for a, b in zip(group, group[1:], strict=False))
+def _join(units: list[_Unit]) -> str:
+    """Units back into text as the file had them: paragraphs apart, lines together, words spaced."""
+    parts = [units[0].text]
+    for before, unit in zip(units, units[1:], strict=False):
+        if unit.line_start <= before.line_end:
+            parts.append(" ")  # pieces of one long line
+        elif unit.line_start == before.line_end + 1:
+            parts.append("\n")  # lines of one paragraph
+        else:
+            parts.append("\n\n")
+        parts.append(unit.text)
+    return "".join(parts)
 
 
 def _pack(units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:
@@ -121,7 +129,7 @@ def _pack(units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:
     for unit in units:
         if fits(unit.text):
             candidate = current + [unit]
-            if fits("\n\n".join(u.text for u in candidate)):
+            if fits(_join(candidate)):
                 current = candidate
                 continue
             if current:

@@ -116,10 +116,13 @@ class Store:
         self.path = Path(path)
         self.recovered_from: Path | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db: sqlite3.Connection | None = None
         try:
             self.db = _connect(self.path)
             _migrate(self.db)
         except sqlite3.DatabaseError as exc:
+            if self.db is not None:
+                self.db.close()
             if _is_busy(exc):
                 raise IndexBusyError(f"index {self.path} is busy; try again shortly") from exc
             # Trigger: the file exists but is not a readable index (truncated, overwritten).
