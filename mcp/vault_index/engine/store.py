@@ -340,7 +340,7 @@ class Store:
             self.db.execute(
                 "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
                 "ON e.hash = c.hash AND e.model = ? WHERE c.file_id IN "
-                f"(SELECT file_id FROM chunks WHERE id IN ({marks}))",
+                f"(SELECT file_id FROM chunks WHERE id IN ({marks})) ORDER BY c.id",
                 (model, *ids),
             )
         )
