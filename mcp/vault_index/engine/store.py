@@ -109,6 +109,30 @@ def _migrate(db: sqlite3.Connection) -> None:
                 db.execute(f"PRAGMA user_version = {number}")
 
 
+def _open(path: Path) -> sqlite3.Connection:
+    """Connect and migrate, waiting out other processes that hold the file.
+
+    Switching a fresh file to WAL can answer "locked" at once, without SQLite's busy handler
+    (seen with two indexers starting together), so busy errors here are retried until
+    BUSY_TIMEOUT_S has passed.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        db = None
+        try:
+            db = _connect(path)
+            _migrate(db)
+            return db
+        except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
+            if not _is_busy(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise IndexBusyError(f"index {path} stayed busy for {BUSY_TIMEOUT_S:.0f} s; try again") from exc
+            time.sleep(0.05)
+
+
 class Store:
     """A connection to the index file. One per process and use case; not shared across threads."""
 
@@ -116,21 +140,14 @@ class Store:
         self.path = Path(path)
         self.recovered_from: Path | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db: sqlite3.Connection | None = None
         try:
-            self.db = _connect(self.path)
-            _migrate(self.db)
-        except sqlite3.DatabaseError as exc:
-            if self.db is not None:
-                self.db.close()
-            if _is_busy(exc):
-                raise IndexBusyError(f"index {self.path} is busy; try again shortly") from exc
+            self.db = _open(self.path)
+        except sqlite3.DatabaseError:
             # Trigger: the file exists but is not a readable index (truncated, overwritten).
             # Why: the index is derived data; the notes are the record.
             # Outcome: keep the bad file for inspection and start a fresh index.
             self.recovered_from = self._move_aside()
-            self.db = _connect(self.path)
-            _migrate(self.db)
+            self.db = _open(self.path)
 
     def _move_aside(self) -> Path:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -381,7 +398,9 @@ class Store:
         )
         return {r[0]: ChunkRow(*r) for r in rows}
 
-    def chunk_ids_matching(self, path_prefix: str | None, tags: Iterable[str], status: str | None) -> set[int]:
+    def chunk_ids_matching(
+        self, path_prefix: str | None, tags: Iterable[str], status: str | None, collection: str | None = None
+    ) -> set[int]:
         """Chunk ids that pass the filters (used only when a filter is given)."""
         where, args = [], []
         if path_prefix:
@@ -394,6 +413,9 @@ class Store:
         if status:
             where.append("f.status = ?")
             args.append(status)
+        if collection:
+            where.append("json_extract(f.frontmatter, '$.collection') = ?")
+            args.append(collection)
         sql = "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id"
         if where:
             sql += " WHERE " + " AND ".join(where)
