@@ -94,3 +94,16 @@ def test_prune_vectors_keeps_only_vectors_of_live_chunks(tmp_path):
     assert store.vector_count("m1") == 1 and store.vector_count("m2") == 1
     assert [h for (h, *_) in store.chunks_missing_vectors("m3")] == [live_hash]
     store.close()
+
+
+def test_collection_filter_reads_the_frontmatter_collection(tmp_path):
+    store = Store(tmp_path / "i.db")
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/1.md", "---\ncollection: garden\n---\none\n")
+    _put(store, sid, "/v/2.md", "---\ncollection: work\ntags: [red]\n---\ntwo\n")
+    _put(store, sid, "/v/3.md", "three, no frontmatter\n")
+    paths = lambda ids: sorted(r.path for r in store.chunk_rows(ids).values())  # noqa: E731
+    assert paths(store.chunk_ids_matching(None, (), None, collection="garden")) == ["/v/1.md"]
+    assert paths(store.chunk_ids_matching(None, ("red",), None, collection="work")) == ["/v/2.md"]
+    assert store.chunk_ids_matching(None, ("red",), None, collection="garden") == set()
+    store.close()

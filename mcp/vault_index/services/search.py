@@ -39,9 +39,10 @@ class Filters:
     path_prefix: str | None = None
     tags: tuple[str, ...] = ()
     status: str | None = None
+    collection: str | None = None  # the frontmatter `collection` of the curated write path
 
     def active(self) -> bool:
-        return bool(self.path_prefix or self.tags or self.status)
+        return bool(self.path_prefix or self.tags or self.status or self.collection)
 
 
 @dataclass
@@ -98,7 +99,9 @@ class Searcher:
         filters = filters or Filters()
         allowed = None
         if filters.active():
-            allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status)
+            allowed = self.store.chunk_ids_matching(
+                filters.path_prefix, filters.tags, filters.status, filters.collection
+            )
         trace = _Trace()
         rows: dict = {}  # chunk id -> row, read once per search
         terms = query_terms(query)

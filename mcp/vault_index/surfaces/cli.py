@@ -77,7 +77,7 @@ def cmd_index(app, args) -> int:
 def cmd_search(app, args) -> int:
     from vault_index.services.search import Filters
 
-    filters = Filters(args.path, tuple(args.tag or ()), args.status)
+    filters = Filters(args.path, tuple(args.tag or ()), args.status, args.collection)
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
     batch = args.query == "-"
     for query in queries:
@@ -190,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", help="only files under this path prefix")
     p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
     p.add_argument("--status", help="only notes with this frontmatter status")
+    p.add_argument("--collection", help="only notes with this frontmatter collection")
     p.set_defaults(run=cmd_search)
 
     p = sub.add_parser("get", parents=[common], help="print a note inside a registered source")

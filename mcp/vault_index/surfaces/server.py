@@ -118,10 +118,11 @@ def build_server(app: App) -> MCPServer:
         path_prefix: Annotated[str | None, Field(max_length=1000, description="only files under this path")] = None,
         tags: Annotated[list[str] | None, Field(max_length=20)] = None,
         status: Annotated[str | None, Field(max_length=40, description="draft, canonical or deprecated")] = None,
+        collection: Annotated[str | None, Field(max_length=200, description="frontmatter collection")] = None,
     ) -> SearchOut:
         """Search the notes (hybrid keyword + vector, reranked). Each hit has a file path, heading
         path, line range and snippet."""
-        filters = Filters(path_prefix, tuple(tags or ()), status)
+        filters = Filters(path_prefix, tuple(tags or ()), status, collection)
         result = call(app.search, query, mode, limit, filters)
         return SearchOut(
             query=result.query, mode=result.mode, vector_used=result.vector_used,
