@@ -188,3 +188,16 @@ def test_snippet_of_a_long_chunk_is_centred_on_the_query_word(tmp_path, open_app
     assert app.store.counts()["chunks"] == 1  # one chunk, longer than a snippet
     assert "needleword" in hit.snippet and hit.snippet.startswith("…") and hit.snippet.endswith("…")
     assert len(hit.snippet) <= 482
+
+
+def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, open_app):
+    from helpers import FakeEmbedder, write
+
+    vault = tmp_path / "v2"
+    write(vault, "a.md", "# A\n\nwombat burrows\n")
+    open_app(FakeEmbedder("model-a"), db_name="shared.db").index([str(vault)])
+    other = open_app(FakeEmbedder("model-b"), db_name="shared.db")
+    result = other.search("wombat", mode="hybrid")
+    assert result.vector_used
+    assert any("no vectors for model-b" in n for n in result.notices)
+    assert [h.path for h in result.hits] == [str(vault / "a.md")]  # the keyword side still answers

@@ -134,3 +134,24 @@ def test_version(env):
     from vault_index import __version__
 
     assert run(env, "--version").stdout.strip() == f"vault-index {__version__}"
+
+
+def test_every_mcp_tool_and_its_parameters_are_documented(tmp_path):
+    """A tool or parameter the server offers but the docs never name fails here."""
+    import anyio
+    from vault_index.config import Settings
+    from vault_index.engine.models import Models
+    from vault_index.services.app import App
+    from vault_index.surfaces.server import build_server
+
+    settings = Settings(tmp_path / "i.db", "none", "none", False, tmp_path / "m", "auto")
+    app = App.open(settings, models=Models.fixed(None))
+    try:
+        tools = anyio.run(build_server(app).list_tools)
+    finally:
+        app.close()
+    text = (REPO / "docs" / "mcp.md").read_text()
+    assert {t.name for t in tools} == {"index_paths", "search_notes", "get_note", "list_sources", "remove_source"}
+    missing = [t.name for t in tools if f"`{t.name}`" not in text]
+    missing += [f"{t.name}.{p}" for t in tools for p in t.input_schema.get("properties", {}) if f"`{p}`" not in text]
+    assert missing == [], f"undocumented in docs/mcp.md: {missing}"

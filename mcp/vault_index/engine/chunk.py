@@ -16,6 +16,9 @@ from vault_index.types import Chunk, Note, Section
 
 # About one screen of prose; the reference measured 1,200 as a good size for notes like ours.
 MAX_CHUNK_CHARS = 1200
+# A title or heading path longer than this is cut for the embed text, so that the context can
+# never take the whole token window (a 2,000-character heading once left no room for any text).
+MAX_CONTEXT_CHARS = 160
 # Used when no tokenizer is loaded (keyword-only runs): characters per token, on the safe side.
 FALLBACK_CHARS_PER_TOKEN = 3
 
@@ -34,10 +37,13 @@ class _Unit:
 
 
 def context_for(title: str, heading: str) -> str:
-    """The subject line put in front of every chunk before embedding."""
+    """The subject line put in front of every chunk before embedding, at most MAX_CONTEXT_CHARS."""
     if not heading or heading == title or heading.startswith(title + " >"):
-        return heading or title
-    return f"{title} > {heading}"
+        context = heading or title
+    else:
+        context = f"{title} > {heading}"
+    # Keep the end: the innermost heading says most about the chunk.
+    return context if len(context) <= MAX_CONTEXT_CHARS else "…" + context[-(MAX_CONTEXT_CHARS - 1) :]
 
 
 def embed_text_for(title: str, heading: str, text: str) -> str:
@@ -127,6 +133,13 @@ def _pack(units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:
     groups: list[list[_Unit]] = []
     current: list[_Unit] = []
     for unit in units:
+        if len(unit.text) <= 1 and not fits(unit.text):
+            # Nothing left to split: keep the character rather than recurse forever.
+            if current:
+                groups.append(current)
+                current = []
+            groups.append([unit])
+            continue
         if fits(unit.text):
             candidate = current + [unit]
             if fits(_join(candidate)):

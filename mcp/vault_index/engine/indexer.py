@@ -18,7 +18,7 @@ from vault_index.config import MAX_FILE_BYTES
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.models import Models
 from vault_index.engine.parse import parse_note
-from vault_index.engine.sources import walk_notes
+from vault_index.engine.sources import check_source_path, is_note_path, source_of, walk_notes
 from vault_index.engine.store import Store
 from vault_index.errors import NotFoundError
 from vault_index.types import SyncReport
@@ -50,8 +50,7 @@ def register(store: Store, paths: Iterable[str]) -> list[tuple[int, Path]]:
         path = Path(raw).expanduser().resolve()
         if not path.exists():
             raise NotFoundError(f"{raw} does not exist")
-        if path.is_file() and path.suffix.lower() not in {".md", ".markdown", ".mdx", ".txt"}:
-            raise NotFoundError(f"{raw} is not a markdown or text file")
+        check_source_path(path)
         registered.append((store.add_source(str(path)), path))
     return registered
 
@@ -76,14 +75,20 @@ def sync(
         if not root.exists():
             report.problems.append((str(root), "source folder is missing; `vault-index remove` it"))
             continue
-        files = [root] if root.is_file() else list(walk_notes(root))
+        unreadable: list[Path] = []
+        files = [root] if root.is_file() else list(walk_notes(root, unreadable))
         known = store.file_paths(source_id)
         for done, path in enumerate(files, start=1):
             report.scanned += 1
             _sync_file(store, source_id, path, report, count, max_tokens)
             if progress:
                 progress("scan", done, len(files))
+        for folder in unreadable:
+            report.problems.append((str(folder), "cannot list this folder; its notes stay as last indexed"))
+        kept = tuple(str(folder) + os.sep for folder in unreadable)
         for gone in known - {str(p) for p in files}:
+            if kept and gone.startswith(kept):
+                continue  # not seen because unreadable, not because deleted
             store.delete_file(gone)
             store.record_problem(gone, None)
             report.removed += 1
@@ -148,21 +153,28 @@ def _embed_missing(
 
 
 def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
-    """Re-index one file if it sits under a registered source (the edit hook's entry point)."""
-    real = os.path.realpath(path)
-    for source_id, root in store.sources():
-        root_real = os.path.realpath(root)
-        if real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep):
-            report = SyncReport()
-            embedder = models.embedder()
-            count = embedder.count_tokens if embedder else approximate_tokens
-            if os.path.exists(real):
-                _sync_file(store, source_id, Path(real), report, count, embedder.max_tokens if embedder else 512)
-            elif store.file_state(real):
-                store.delete_file(real)
-                report.removed += 1
-            if embedder is not None:
-                report.vector_used = True
-                _embed_missing(store, embedder, report, None, real)
-            return report
-    return None
+    """Re-index one file if the folder walk of its source would index it (the edit hook's entry).
+
+    None when the file is outside every source or is not a note there (secrets/, hidden,
+    .indexignore, other suffixes): the hook must never index what a full sync would skip.
+    """
+    sources = store.sources()
+    found = source_of(path, [root for _, root in sources])
+    if found is None:
+        return None
+    key, root = found
+    source_id = next(i for i, r in sources if r == str(root))
+    if root.is_dir() and not is_note_path(Path(os.path.realpath(key)), Path(os.path.realpath(root))):
+        return None
+    report = SyncReport()
+    embedder = models.embedder()
+    count = embedder.count_tokens if embedder else approximate_tokens
+    if key.exists():
+        _sync_file(store, source_id, key, report, count, embedder.max_tokens if embedder else 512)
+    elif store.file_state(str(key)):
+        store.delete_file(str(key))
+        report.removed += 1
+    if embedder is not None:
+        report.vector_used = True
+        _embed_missing(store, embedder, report, None, str(key))
+    return report

@@ -17,6 +17,21 @@ HEADING_PATH_SEPARATOR = " > "
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
+# Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
+# expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
+MAX_FRONTMATTER_CHARS = 65_536
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases (*name) are not allowed in frontmatter", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
 _INLINE_TAG = re.compile(r"(?<![\w#&/])#([A-Za-z][\w/-]*)")
 
 
@@ -31,8 +46,10 @@ def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
     for i in range(1, len(lines)):
         if lines[i].rstrip() in ("---", "..."):
             raw = "\n".join(lines[1:i])
+            if len(raw) > MAX_FRONTMATTER_CHARS:
+                return {}, f"frontmatter over {MAX_FRONTMATTER_CHARS:,} characters was not read", i + 1
             try:
-                data = yaml.safe_load(raw) if raw.strip() else {}
+                data = yaml.load(raw, Loader=_NoAliasLoader) if raw.strip() else {}  # noqa: S506
             except yaml.YAMLError as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
                 return {}, f"invalid YAML frontmatter: {first}", i + 1

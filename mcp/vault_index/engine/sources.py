@@ -1,4 +1,8 @@
-"""Which files of a source are notes: skip rules, `.indexignore`, and safe path containment."""
+"""Which files of a source are notes: skip rules, `.indexignore`, and safe path containment.
+
+One set of rules serves the folder walk, the single-file re-index and `get_note`, so a file that
+is never indexed is never served either.
+"""
 
 from __future__ import annotations
 
@@ -8,55 +12,102 @@ from pathlib import Path
 
 import pathspec
 
-from vault_index.errors import OutsideSourcesError
+from vault_index.errors import NotFoundError, OutsideSourcesError
 
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
 # Never indexed, never served, whatever the ignore files say.
 ALWAYS_SKIPPED_DIRS = frozenset({"secrets", ".git", ".obsidian", "node_modules", "__pycache__"})
 IGNORE_FILE = ".indexignore"
 
+_Specs = list[tuple[Path, pathspec.GitIgnoreSpec]]
+
 
 def is_skipped_part(part: str) -> bool:
     return part in ALWAYS_SKIPPED_DIRS or part.startswith(".")
 
 
-def walk_notes(root: Path) -> Iterator[Path]:
+def check_source_path(path: Path) -> None:
+    """Refuse a source that is itself hidden or secret (`~/.ssh`, `vault/secrets`)."""
+    if any(is_skipped_part(part) for part in path.parts[1:]):
+        raise OutsideSourcesError(
+            f"{path} is or lies in a hidden, secrets or tooling folder; vault-index never indexes those"
+        )
+    if path.is_file() and path.suffix.lower() not in NOTE_SUFFIXES:
+        raise NotFoundError(f"{path} is not a markdown or text file ({', '.join(sorted(NOTE_SUFFIXES))})")
+
+
+def _load_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
+    ignore_file = directory / IGNORE_FILE
+    if not ignore_file.is_file():
+        return None
+    try:
+        lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _ignored(path: Path, is_dir: bool, specs: _Specs) -> bool:
+    for base, spec in specs:
+        try:
+            rel = path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+        if spec.match_file(rel + ("/" if is_dir else "")):
+            return True
+    return False
+
+
+def is_note_path(path: Path, root: Path) -> bool:
+    """Whether the walk of `root` would index `path` (suffix, skipped folders, ignore files)."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return False
+    if path.suffix.lower() not in NOTE_SUFFIXES or any(is_skipped_part(p) for p in rel.parts):
+        return False
+    specs: _Specs = []
+    directory = root
+    for part in rel.parts[:-1]:
+        spec = _load_spec(directory)
+        if spec is not None:
+            specs.append((directory, spec))
+        directory = directory / part
+        if _ignored(directory, True, specs):
+            return False
+    spec = _load_spec(directory)
+    if spec is not None:
+        specs.append((directory, spec))
+    return not _ignored(path, False, specs)
+
+
+def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Path]:
     """Yield note files under `root` (a resolved directory), honouring skip rules.
 
-    Symlinks are followed only while they stay inside the root, and each real directory is read
-    once, so a symlink loop ends instead of recursing forever.
+    Files are yielded by their real path (symlinks resolved), once each: that path is the key a
+    note has in the index, whichever way it was reached. Symlinks are followed only while they
+    stay inside the root, and each real directory is read once, so a symlink loop ends instead of
+    recursing forever. Folders that cannot be listed are appended to `unreadable`, so the caller
+    can keep (not drop) what it indexed there before.
     """
     seen_dirs: set[str] = set()
-    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
-
-    def ignored(path: Path, is_dir: bool) -> bool:
-        for base, spec in specs:
-            try:
-                rel = path.relative_to(base).as_posix()
-            except ValueError:
-                continue
-            if spec.match_file(rel + ("/" if is_dir else "")):
-                return True
-        return False
+    seen_files: set[str] = set()
+    specs: _Specs = []
 
     def visit(directory: Path) -> Iterator[Path]:
         real = os.path.realpath(directory)
         if real in seen_dirs or not _inside(Path(real), root):
             return
         seen_dirs.add(real)
-        ignore_file = directory / IGNORE_FILE
-        pushed = False
-        if ignore_file.is_file():
-            try:
-                lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                specs.append((directory, pathspec.GitIgnoreSpec.from_lines(lines)))
-                pushed = True
-            except OSError:
-                pass
+        spec = _load_spec(directory)
+        if spec is not None:
+            specs.append((directory, spec))
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             entries = []
+            if unreadable is not None:
+                unreadable.append(directory)
         for entry in entries:
             path = Path(entry.path)
             if is_skipped_part(entry.name):
@@ -67,13 +118,15 @@ def walk_notes(root: Path) -> Iterator[Path]:
             except OSError:
                 continue
             if is_dir:
-                if not ignored(path, True):
+                if not _ignored(path, True, specs):
                     yield from visit(path)
-            elif is_file and path.suffix.lower() in NOTE_SUFFIXES and not ignored(path, False):
-                if entry.is_symlink() and not _inside(Path(os.path.realpath(path)), root):
+            elif is_file and path.suffix.lower() in NOTE_SUFFIXES and not _ignored(path, False, specs):
+                real_file = os.path.realpath(path)
+                if real_file in seen_files or not _inside(Path(real_file), root):
                     continue
-                yield path
-        if pushed:
+                seen_files.add(real_file)
+                yield Path(real_file)
+        if spec is not None:
             specs.pop()
 
     yield from visit(root)
@@ -87,11 +140,26 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def resolve_inside(path: str, roots: list[str]) -> Path:
-    """Resolve `path` (absolute, or relative to a source) to a file inside a registered source.
+def source_of(path: str, roots: list[str]) -> tuple[Path, Path] | None:
+    """(real path of the file, its source root) for a path inside a source, else None.
 
-    Refuses anything that leaves every source (`../`, absolute paths elsewhere, symlinks out)
-    and anything under a skipped folder such as `secrets/`.
+    The real path is the key the folder walk gives the note, so an edit reported through a
+    linked folder updates the same row.
+    """
+    real = Path(os.path.realpath(path))
+    for root in roots:
+        root_path = Path(root)
+        if _inside(real, Path(os.path.realpath(root))):
+            return real, root_path
+    return None
+
+
+def resolve_inside(path: str, roots: list[str]) -> Path:
+    """Resolve `path` (absolute, or relative to a source) to a note inside a registered source.
+
+    Refuses anything that leaves every source (`../`, absolute paths elsewhere, symlinks out),
+    anything under a skipped folder such as `secrets/`, files `.indexignore` excludes and files
+    that are not notes: what is never indexed is never served.
     """
     if "\x00" in path:
         raise OutsideSourcesError("path contains a NUL byte")
@@ -106,9 +174,11 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
                     return real
                 continue
             if _inside(real, root_real):
-                rel_parts = real.relative_to(root_real).parts
-                if any(is_skipped_part(p) for p in rel_parts):
-                    raise OutsideSourcesError(f"{path} is in a folder that is never served")
+                if not is_note_path(real, root_real):
+                    raise OutsideSourcesError(
+                        f"{path} is never served: it is hidden, under secrets/, excluded by "
+                        ".indexignore, or not a note (.md, .markdown, .mdx, .txt)"
+                    )
                 if real.exists():
                     return real
                 first_inside = first_inside or real

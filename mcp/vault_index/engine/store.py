@@ -223,7 +223,9 @@ class Store:
             for file_path in paths:
                 self._delete_file(db, file_path)
             db.execute("DELETE FROM sources WHERE id = ?", row)
-            db.execute("DELETE FROM problems WHERE path = ? OR path LIKE ?", (path, path + "/%"))
+            db.execute(
+                "DELETE FROM problems WHERE path = ? OR path LIKE ? ESCAPE '\\'", (path, _like_prefix(path))
+            )
             self.bump_generation(db)
         return len(paths)
 
@@ -405,8 +407,7 @@ class Store:
         where, args = [], []
         if path_prefix:
             where.append("(f.path = ? OR f.path LIKE ? ESCAPE '\\')")
-            escaped = path_prefix.rstrip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            args += [path_prefix.rstrip("/"), escaped + "/%"]
+            args += [path_prefix.rstrip("/"), _like_prefix(path_prefix.rstrip("/"))]
         for tag in tags:
             where.append("EXISTS (SELECT 1 FROM json_each(f.tags) WHERE value = ?)")
             args.append(tag.lower().lstrip("#"))
@@ -444,6 +445,11 @@ class Store:
             "files": one("SELECT COUNT(*) FROM files"),
             "chunks": one("SELECT COUNT(*) FROM chunks"),
         }
+
+
+def _like_prefix(path: str) -> str:
+    """A LIKE pattern (ESCAPE '\\') for everything below the folder `path`."""
+    return path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
 
 
 def _is_busy(exc: Exception) -> bool:

@@ -78,19 +78,24 @@ class App:
         real = resolve_inside(path, roots)
         if not real.is_file():
             raise NotFoundError(f"{path} is not a file in the index sources")
-        raw = real.read_bytes()
-        if b"\x00" in raw[:8192]:
-            raise UsageError(f"{path} is a binary file, not a note")
-        lines = raw.decode("utf-8", errors="replace").splitlines()
-        window = lines[start_line - 1 : start_line - 1 + max_lines]
-        content, truncated = "\n".join(window), start_line - 1 + max_lines < len(lines)
-        if len(content) > MAX_NOTE_CHARS:
-            content, truncated = content[:MAX_NOTE_CHARS], True
+        with real.open("rb") as handle:  # streamed: a huge file is windowed, never read whole
+            if b"\x00" in handle.read(8192):
+                raise UsageError(f"{path} is a binary file, not a note")
+            handle.seek(0)
+            window, total, size = [], 0, 0
+            for total, raw_line in enumerate(handle, start=1):
+                if start_line <= total < start_line + max_lines and size <= MAX_NOTE_CHARS:
+                    line = raw_line.decode("utf-8", errors="replace").rstrip("\r\n")
+                    window.append(line)
+                    size += len(line) + 1
+        content = "\n".join(window)
+        truncated = start_line - 1 + len(window) < total or len(content) > MAX_NOTE_CHARS
+        content = content[:MAX_NOTE_CHARS]
         record = self.store.file_record(str(real)) or {}
         return {
             "path": str(real), "title": record.get("title"), "indexed": bool(record),
             "frontmatter": record.get("frontmatter", {}), "line_start": start_line,
-            "line_end": start_line + len(window) - 1, "total_lines": len(lines),
+            "line_end": start_line + len(window) - 1, "total_lines": total,
             "truncated": truncated, "content": content,
         }
 

@@ -197,6 +197,11 @@ def run_eval(_app, args) -> int:
         Path(args.save).write_text(json.dumps(results, indent=2) + "\n")
     if args.baseline:
         baseline = json.loads(Path(args.baseline).read_text())
+        expected = baseline.get("meta", {}).get("embed_model")
+        if expected and expected != results["meta"]["embed_model"]:
+            print(f"eval: the baseline was measured with {expected}, this run used "
+                  f"{results['meta']['embed_model']}; set VAULT_EMBED_MODEL to compare", file=sys.stderr)
+            return 1
         failures = regressions(results, baseline)
         for failure in failures:
             print(f"regression: {failure}", file=sys.stderr)

@@ -93,9 +93,12 @@ def rerank_order(
 
 
 def demote(scored: Sequence[tuple[int, float]], statuses: dict[int, str]) -> list[tuple[int, float]]:
-    """Apply the deprecated penalty and re-sort (stable for equal scores)."""
+    """Apply the deprecated penalty and re-sort (stable for equal scores).
+
+    The penalty always lowers a score, negative ones included (a cosine can be below zero).
+    """
     adjusted = [
-        (cid, score * DEPRECATED_PENALTY if statuses.get(cid) == "deprecated" else score)
+        (cid, score - abs(score) * (1 - DEPRECATED_PENALTY) if statuses.get(cid) == "deprecated" else score)
         for cid, score in scored
     ]
     return sorted(adjusted, key=lambda item: -item[1])

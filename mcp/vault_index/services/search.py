@@ -169,8 +169,15 @@ class Searcher:
             fallback = "no results in vector mode" if mode == "vector" else "keyword results only"
             notices.append(f"vector search off: {self.models.embed_error}; {fallback}")
             return [], None
-        vector = self.models.embedder().embed_query(query)
-        return fusion.ranked(index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)), vector
+        embedder = self.models.embedder()
+        vector = embedder.embed_query(query)
+        found = index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)
+        if not found and allowed is None and self.store.chunk_count():
+            notices.append(
+                f"no vectors for {embedder.fingerprint} yet (the index was built with another model "
+                "or without one); run `vault-index index` to embed"
+            )
+        return fusion.ranked(found), vector
 
     def _coverages(self, terms: list[str], counts: _DocCounts | None, rows: dict) -> dict[int, float]:
         """Each candidate's IDF-weighted share of the query terms (word-start match, any case)."""
