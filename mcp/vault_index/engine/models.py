@@ -160,10 +160,14 @@ def _load_kwargs(spec: ModelSpec, cache: Path) -> dict:
 def _fingerprint(spec: ModelSpec) -> str:
     if spec.folder is None:
         return spec.name
+    # Weights by size and modification time (hashing 90 MB would slow every model load), the
+    # tokenizer by content: a re-exported model or a changed window re-embeds everything.
     digest = hashlib.sha256()
-    for path in sorted(spec.folder.rglob("*.onnx")) + sorted(spec.folder.glob("tokenizer*.json")):
+    for path in sorted(spec.folder.rglob("*.onnx")):
         stat = path.stat()
-        digest.update(f"{path.relative_to(spec.folder)}:{stat.st_size}".encode())
+        digest.update(f"{path.relative_to(spec.folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for path in sorted(spec.folder.glob("tokenizer*.json")):
+        digest.update(path.name.encode() + path.read_bytes())
     return f"{spec.name}@{digest.hexdigest()[:12]}"
 
 

@@ -197,8 +197,9 @@ def run_eval(_app, args) -> int:
         Path(args.save).write_text(json.dumps(results, indent=2) + "\n")
     if args.baseline:
         baseline = json.loads(Path(args.baseline).read_text())
-        expected = baseline.get("meta", {}).get("embed_model")
-        if expected and expected != results["meta"]["embed_model"]:
+        # Compare model names: the fingerprint after "@" includes file times, so it is per machine.
+        expected = (baseline.get("meta", {}).get("embed_model") or "").split("@")[0]
+        if expected and expected != (results["meta"]["embed_model"] or "").split("@")[0]:
             print(f"eval: the baseline was measured with {expected}, this run used "
                   f"{results['meta']['embed_model']}; set VAULT_EMBED_MODEL to compare", file=sys.stderr)
             return 1

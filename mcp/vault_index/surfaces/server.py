@@ -99,14 +99,23 @@ def instructions(status: dict) -> str:
 
 
 def build_server(app: App) -> MCPServer:
-    lock = threading.Lock()  # tools run in worker threads; one SQLite connection serves them
+    # Tools run in worker threads. Reads share `app` (one SQLite connection) under `lock`;
+    # indexing, which can embed for minutes, runs on its own connection under `index_lock`, so
+    # searches keep answering meanwhile (WAL lets them read the last committed state).
+    lock, index_lock = threading.Lock(), threading.Lock()
+    indexer: list[App] = []  # opened on first use, sharing the loaded models
 
-    def call(fn, *args):
-        with lock:
+    def call(fn, *args, guard: threading.Lock = lock):
+        with guard:
             try:
                 return fn(*args)
             except VaultIndexError as exc:
                 raise ToolError(str(exc)) from exc
+
+    def index(paths: list[str] | None):
+        if not indexer:
+            indexer.append(App.open(app.settings, models=app.models))
+        return indexer[0].index(paths)
 
     server = MCPServer("vault-index", version=__version__, instructions=instructions(app.status()))
 
@@ -150,7 +159,7 @@ def build_server(app: App) -> MCPServer:
                          description="folders or files to add; empty re-syncs every source")] = [],  # noqa: B006
     ) -> IndexOut:
         """Add folders or files as sources and bring the index up to date (incremental)."""
-        report = call(app.index, paths or None)
+        report = call(index, paths or None, guard=index_lock)
         return IndexOut(
             indexed=report.indexed, unchanged=report.unchanged, removed=report.removed,
             chunks_embedded=report.chunks_embedded, vector_used=report.vector_used,
