@@ -34,3 +34,40 @@ def test_rows_keep_chunk_id_order_for_lookup():
     assert vectors.ids.tolist() == [3, 8, 12]
     assert vectors.matrix.shape == (3, 2)
     assert set(vectors.note_similarity(_unit(0, 1), [12, 3])) == {12, 3}
+
+
+def test_refresh_after_edits_reads_only_new_vectors_and_matches_a_full_load(tmp_path, open_app, fake_embedder):
+    from helpers import write
+    from vault_index.engine.vectors import NumpyIndex
+
+    vault = tmp_path / "vault"
+    for i in range(6):
+        write(vault, f"n{i}.md", f"# Note {i}\n\n## A\n\nalpha text {i}\n\n## B\n\nbeta text {i}\n")
+    app = open_app(fake_embedder)
+    app.index([str(vault)])
+    index = NumpyIndex(app.store, fake_embedder.fingerprint)
+    assert index.search(fake_embedder.embed_query("alpha"), 3)  # loads everything once
+
+    requested: list[int] = []
+    real_lookup = app.store.vectors_by_hash
+
+    def counting(model, hashes=None):
+        requested.append(-1 if hashes is None else len(list(hashes)))
+        return real_lookup(model, hashes if hashes is None else list(hashes))
+
+    app.store.vectors_by_hash = counting
+    write(vault, "n5.md", "# Note 5\n\n## A\n\nalpha text 5\n\n## B\n\nrewritten gamma words\n")  # last ids
+    (vault / "n2.md").unlink()
+    app.index()
+    index.search(fake_embedder.embed_query("gamma"), 3)
+    assert requested and all(0 <= n <= 2 for n in requested)  # the edited note's chunks, not all
+
+    app.store.vectors_by_hash = real_lookup
+    full = NumpyIndex(app.store, fake_embedder.fingerprint)
+    full.search(fake_embedder.embed_query("gamma"), 3)
+    incremental, fresh = index._vectors, full._vectors
+    assert incremental.ids.tolist() == fresh.ids.tolist()
+    assert incremental.files.tolist() == fresh.files.tolist() and incremental.hashes == fresh.hashes
+    assert np.array_equal(incremental.matrix, fresh.matrix)
+    top = index.search(fake_embedder.embed_query("rewritten gamma words"), 1)[0][0]
+    assert app.store.chunk_rows([top])[top].text == "rewritten gamma words"
