@@ -18,7 +18,7 @@ from vault_index.config import MAX_FILE_BYTES
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.models import Models
 from vault_index.engine.parse import parse_note
-from vault_index.engine.sources import check_source_path, is_note_path, source_of, walk_notes
+from vault_index.engine.sources import check_source_path, is_note_path, looks_binary, source_of, walk_notes
 from vault_index.engine.store import Store
 from vault_index.errors import NotFoundError
 from vault_index.types import SyncReport
@@ -36,7 +36,7 @@ def _read_note(path: Path) -> tuple[str | None, bytes | None, str | None]:
         raw = path.read_bytes()
     except OSError as exc:
         return None, None, f"skipped: cannot read ({exc.strerror or exc})"
-    if b"\x00" in raw[:8192]:
+    if looks_binary(raw):
         return None, raw, "skipped: binary file"
     try:
         return raw.decode("utf-8-sig"), raw, None

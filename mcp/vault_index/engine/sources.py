@@ -18,8 +18,14 @@ NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
 # Never indexed, never served, whatever the ignore files say.
 ALWAYS_SKIPPED_DIRS = frozenset({"secrets", ".git", ".obsidian", "node_modules", "__pycache__"})
 IGNORE_FILE = ".indexignore"
+BINARY_SNIFF_BYTES = 8192  # a NUL byte in a file's first 8 KB marks it binary, not a note
 
 _Specs = list[tuple[Path, pathspec.GitIgnoreSpec]]
+
+
+def looks_binary(head: bytes) -> bool:
+    """`head`: the file's first bytes (at least BINARY_SNIFF_BYTES where the file has them)."""
+    return b"\x00" in head[:BINARY_SNIFF_BYTES]
 
 
 def is_skipped_part(part: str) -> bool:

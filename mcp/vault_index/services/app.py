@@ -13,7 +13,7 @@ from pathlib import Path
 from vault_index.config import Settings
 from vault_index.engine import indexer
 from vault_index.engine.models import Models
-from vault_index.engine.sources import resolve_inside
+from vault_index.engine.sources import BINARY_SNIFF_BYTES, looks_binary, resolve_inside
 from vault_index.engine.store import Store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services.search import DEFAULT_MODE, Filters, Searcher
@@ -79,7 +79,7 @@ class App:
         if not real.is_file():
             raise NotFoundError(f"{path} is not a file in the index sources")
         with real.open("rb") as handle:  # streamed: a huge file is windowed, never read whole
-            if b"\x00" in handle.read(8192):
+            if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
                 raise UsageError(f"{path} is a binary file, not a note")
             handle.seek(0)
             window, total, size = [], 0, 0
