@@ -54,7 +54,7 @@ def venv_python_rel() -> str:
 
 
 def server_entry(python: Path, memory_file: str) -> dict:
-    return {"command": str(python), "args": ["-m", "vault_index", "--memory-file", memory_file]}
+    return {"command": str(python), "args": ["-m", "vault_index", "--memory-file", memory_file, "--watch"]}
 
 
 def hook_command(script: str) -> str:

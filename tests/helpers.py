@@ -83,6 +83,7 @@ def make_settings(tmp_path: Path, db_name: str = "index.db") -> Settings:
         rerank=False,
         model_cache=tmp_path / "models",
         vector_backend="auto",
+        memory_file=tmp_path / "memory.jsonl",  # never the user's ~/.mcp-memory graph
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DB = Path.home() / ".mcp-memory" / "vault-index.db"
+DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"  # the memory graph (JSONL)
 DEFAULT_EMBED_MODEL = "auto"  # bge-small when it can be had, else the shipped MiniLM
 DEFAULT_RERANK_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
 MAX_FILE_BYTES = 2_000_000  # larger files are skipped and reported
@@ -27,6 +28,7 @@ class Settings:
     rerank: bool
     model_cache: Path
     vector_backend: str  # "auto", "numpy" or "sqlite-vec"
+    memory_file: Path = DEFAULT_MEMORY_FILE  # the CLI's and server's --memory-file overrides it
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -40,4 +42,15 @@ class Settings:
                 os.environ.get("VAULT_MODEL_CACHE") or cache_root / "vault-index" / "models"
             ).expanduser(),
             vector_backend=os.environ.get("VAULT_VECTOR_BACKEND") or "auto",
+            memory_file=Path(os.environ.get("VAULT_MEMORY_FILE") or DEFAULT_MEMORY_FILE).expanduser(),
         )
+
+
+def project_dir(fallback: str | Path | None = None) -> Path:
+    """The project folder (docs/lessons.md, docs/adr/, .claude/ live there).
+
+    CLAUDE_PROJECT_DIR when Claude Code set it, else `fallback` (a hook payload's cwd), else the
+    working folder.
+    """
+    chosen = os.environ.get("CLAUDE_PROJECT_DIR") or fallback or os.getcwd()
+    return Path(chosen).expanduser().resolve()

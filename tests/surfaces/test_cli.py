@@ -147,11 +147,122 @@ def test_every_mcp_tool_and_its_parameters_are_documented(tmp_path):
     settings = Settings(tmp_path / "i.db", "none", "none", False, tmp_path / "m", "auto")
     app = App.open(settings, models=Models.fixed(None))
     try:
-        tools = anyio.run(build_server(app).list_tools)
+        tools = anyio.run(build_server(app, tmp_path / "memory.jsonl").list_tools)
     finally:
         app.close()
     text = (REPO / "docs" / "mcp.md").read_text()
-    assert {t.name for t in tools} == {"index_paths", "search_notes", "get_note", "list_sources", "remove_source"}
+    assert {"index_paths", "search_notes", "get_note", "list_sources", "remove_source", "graph_create",
+            "graph_search", "graph_open", "recall"} <= {t.name for t in tools}
     missing = [t.name for t in tools if f"`{t.name}`" not in text]
     missing += [f"{t.name}.{p}" for t in tools for p in t.input_schema.get("properties", {}) if f"`{p}`" not in text]
     assert missing == [], f"undocumented in docs/mcp.md: {missing}"
+
+
+REFERENCE_JSONL = (
+    '{"type":"entity","name":"Garden sensor","entityType":"project",'
+    '"observations":["Battery lasts nine months on two AA cells"]}\n'
+    '{"type":"entity","name":"Mira","entityType":"person","observations":["Solders the boards"]}\n'
+    '{"type":"relation","from":"Mira","to":"Garden sensor","relationType":"built"}\n'
+)
+
+
+def graph_actions() -> list[str]:
+    parser = build_parser()
+    (action,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    (group,) = [a for a in action.choices["graph"]._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sorted(group.choices)
+
+
+def test_graph_import_show_search_open_and_check(env, tmp_path, vault):
+    memfile = tmp_path / "state" / "memory.jsonl"
+    env = {**env, "VAULT_MEMORY_FILE": str(memfile)}
+    reference = tmp_path / "memory-server.jsonl"
+    reference.write_text(REFERENCE_JSONL)
+    imported = json.loads(run(env, "graph", "import", str(reference), "--source", str(vault / "garden.md"),
+                              "--json").stdout)
+    assert imported["added"] == {"entity": 2, "observation": 2, "relation": 1}
+    assert imported["memory_file"] == str(memfile)
+    assert "0 entities" in run(env, "graph", "import", str(reference)).stdout.split(";")[0]  # re-import: all known
+
+    shown = run(env, "graph", "show").stdout
+    assert shown.startswith("# Memory graph")
+    assert "## Garden sensor (project)" in shown and "## Mira (person)" in shown
+    assert f"- Battery lasts nine months on two AA cells  ({vault / 'garden.md'})" in shown
+    assert "- Mira -[built]-> Garden sensor" in shown
+    whole = json.loads(run(env, "graph", "show", "--json").stdout)
+    assert [e["name"] for e in whole["entities"]] == ["Garden sensor", "Mira"]
+
+    found = json.loads(run(env, "graph", "search", "battery cells", "--json").stdout)
+    assert found["query"] == "battery cells" and [e["name"] for e in found["entities"]] == ["Garden sensor"]
+    assert found["entities"][0]["observations"][0]["source"] == str(vault / "garden.md")
+
+    opened = json.loads(run(env, "graph", "open", "MIRA", "nobody", "--json").stdout)
+    assert [e["name"] for e in opened["entities"]] == ["Mira"] and opened["missing"] == ["nobody"]
+    assert run(env, "graph", "open", "nobody", check=False).returncode == 3
+
+    assert json.loads(run(env, "graph", "check", "--json").stdout) == {"memory_file": str(memfile), "problems": []}
+    (vault / "garden.md").unlink()
+    broken = run(env, "graph", "check", check=False)
+    assert broken.returncode == 1 and "garden.md is not an existing file" in broken.stdout
+
+
+def test_memory_file_option_beats_the_env_before_or_after_the_command(env, tmp_path, vault):
+    env = {**env, "VAULT_MEMORY_FILE": str(tmp_path / "env.jsonl")}
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text(REFERENCE_JSONL)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    run(env, "--memory-file", str(first), "graph", "import", str(reference), "-s")
+    run(env, "graph", "import", str(reference), "--memory-file", str(second), "-s")
+    assert first.is_file() and second.is_file() and not (tmp_path / "env.jsonl").exists()
+    assert build_parser().parse_args(["--memory-file", "X", "serve"]).memory_file == "X"
+    assert build_parser().parse_args(["serve", "--memory-file", "Y"]).memory_file == "Y"
+    assert build_parser().parse_args(["--memory-file", "X"]).command is None  # main() serves
+
+
+def test_graph_errors_name_the_line_and_exit_non_zero(env, tmp_path):
+    memfile = tmp_path / "memory.jsonl"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(REFERENCE_JSONL + '{"type":"relation","from":"Mira","to":"Ghost","relationType":"x"}\n')
+    proc = run(env, "--memory-file", str(memfile), "graph", "import", str(bad), check=False)
+    assert proc.returncode == 2 and f"{bad}:4:" in proc.stderr and "'Ghost'" in proc.stderr
+    assert "Traceback" not in proc.stderr and not memfile.exists()
+    memfile.write_text("{nope\n")
+    proc = run(env, "--memory-file", str(memfile), "graph", "search", "x", check=False)
+    assert proc.returncode == 1 and f"{memfile}:1: not valid JSON" in proc.stderr
+    proc = run(env, "--memory-file", str(memfile), "graph", "check", "--json", check=False)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["problems"][0].startswith(f"{memfile}:1:")
+
+
+def test_recall_json_has_notes_lessons_and_graph(env, tmp_path, vault):
+    (vault / "docs").mkdir()
+    (vault / "docs" / "lessons.md").write_text("# Lessons\n\n## L-0001: Oil the bike chain after rain\n\n"
+                                                "- lesson: Oil the bike chain after rain\n")
+    memfile = tmp_path / "memory.jsonl"
+    reference = tmp_path / "ref.jsonl"
+    reference.write_text(
+        '{"type":"entity","name":"Bike chain","entityType":"part","observations":["Rusts after rain"]}\n')
+    run(env, "index", str(vault), "-s")
+    run(env, "--memory-file", str(memfile), "graph", "import", str(reference), "--source", str(vault / "bike.md"))
+    out = run({**env, "CLAUDE_PROJECT_DIR": str(vault)}, "recall", "bike chain rain", "-n", "2", "--json",
+              "--memory-file", str(memfile)).stdout
+    found = json.loads(out)
+    assert set(found) == {"query", "notes", "lessons", "graph", "notices"}
+    assert found["lessons"][0]["path"] == str(vault / "docs" / "lessons.md")
+    assert found["lessons"][0]["display"] == "docs/lessons.md"
+    assert found["notes"][0]["path"] == str(vault / "bike.md") and len(found["notes"]) <= 2
+    assert found["graph"][0]["name"] == "Bike chain" and found["graph"][0]["source"] == str(vault / "bike.md")
+    text = run({**env, "CLAUDE_PROJECT_DIR": str(vault)}, "recall", "bike chain rain",
+               "--memory-file", str(memfile)).stdout
+    assert "# Notes" in text and "# Lessons" in text and "- docs/lessons.md:" in text and "## Bike chain" in text
+
+
+@pytest.mark.parametrize("action", graph_actions())
+def test_help_works_for_every_graph_action(env, action):
+    assert run(env, "graph", action, "--help").stdout.startswith(f"usage: vault-index graph {action}")
+
+
+def test_every_graph_action_is_documented_in_docs_cli_md():
+    text = (REPO / "docs" / "cli.md").read_text()
+    assert graph_actions() == ["check", "import", "open", "search", "show"]
+    assert [a for a in graph_actions() if f"graph {a}" not in text] == []
+    assert "--memory-file" in text and "VAULT_MEMORY_FILE" in text

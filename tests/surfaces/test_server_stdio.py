@@ -9,10 +9,13 @@ import anyio
 from helpers import CLI, cli_env, snapshot, write
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from vault_index.config import DEFAULT_DB
+from vault_index.config import DEFAULT_DB, DEFAULT_MEMORY_FILE
 
-TOOLS = {"index_paths", "search_notes", "get_note", "list_sources", "remove_source"}
-READ_TOOLS = {"search_notes", "get_note", "list_sources"}
+CORE_TOOLS = {"index_paths", "search_notes", "get_note", "list_sources", "remove_source"}
+GRAPH_TOOLS = {"graph_create", "graph_search", "graph_open", "recall"}
+WRITE_TOOLS = {"lesson_add", "lesson_supersede", "lesson_retire", "adr_create"}  # surfaces/tools_write.py
+TOOLS = CORE_TOOLS | GRAPH_TOOLS | WRITE_TOOLS
+READ_TOOLS = {"search_notes", "get_note", "list_sources", "graph_search", "graph_open", "recall"}
 TIMEOUT_S = 60
 
 
@@ -67,6 +70,7 @@ def test_every_tool_over_stdio(tmp_path, vault):
     home_db_before = _stat_or_none(DEFAULT_DB)
 
     server_env = {k: v for k, v in env.items() if k.startswith(("VAULT_", "HF_"))}
+    server_env["VAULT_MEMORY_FILE"] = str(tmp_path / "memory.jsonl")
     params = StdioServerParameters(command=CLI, args=[], env=server_env, cwd=str(tmp_path))
     with open(tmp_path / "server-stderr.log", "w") as errlog:
         seen = anyio.run(_session_checks, params, vault, second, outside, errlog)
@@ -127,3 +131,97 @@ def test_every_tool_over_stdio(tmp_path, vault):
     assert db.exists()
     assert _stat_or_none(DEFAULT_DB) == home_db_before  # the user's own index was never touched
 
+
+
+async def _graph_checks(params, vault, errlog) -> dict:
+    seen: dict = {}
+    garden = str(vault / "garden.md")
+    with anyio.fail_after(TIMEOUT_S):
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write_stream),
+            ClientSession(read, write_stream) as session,
+        ):
+            init = await session.initialize()
+            seen["instructions"] = init.instructions
+            seen["tools"] = {t.name: t for t in (await session.list_tools()).tools}
+            seen["create"] = await session.call_tool("graph_create", {
+                "entities": [{"name": "Garden sensor", "entityType": "project", "source": garden},
+                             {"name": "Mira", "entityType": "person", "source": "bike.md"}],
+                "observations": [{"entity": "garden sensor", "text": "Capacitive probe lasts longer",
+                                  "source": garden}],
+                "relations": [{"from": "Mira", "to": "Garden sensor", "relationType": "built", "source": garden}],
+            })
+            seen["create_again"] = await session.call_tool("graph_create", {
+                "entities": [{"name": "GARDEN SENSOR", "entityType": "project", "source": garden}]})
+            seen["missing_source"] = await session.call_tool("graph_create", {
+                "entities": [{"name": "Ghost", "entityType": "x", "source": "no/such/file.md"}]})
+            seen["dangling"] = await session.call_tool("graph_create", {
+                "relations": [{"from": "Mira", "to": "Nobody", "relationType": "knows", "source": garden}]})
+            seen["too_long"] = await session.call_tool("graph_create", {
+                "entities": [{"name": "n" * 201, "entityType": "x", "source": garden}]})
+            seen["search"] = await session.call_tool("graph_search", {"query": "capacitive probe", "limit": 5})
+            seen["open"] = await session.call_tool("graph_open", {"names": ["mira", "Nobody"]})
+            seen["open_empty"] = await session.call_tool("graph_open", {"names": []})
+            seen["recall"] = await session.call_tool("recall", {"query": "capacitive probe", "limit": 2})
+    return seen
+
+
+def test_graph_tools_and_recall_over_stdio(tmp_path, vault):
+    db = tmp_path / "mcp" / "index.db"
+    memfile = tmp_path / "state" / "memory.jsonl"
+    env = cli_env(db, VAULT_MEMORY_FILE=str(tmp_path / "env-memory.jsonl"))
+    subprocess.run([CLI, "index", str(vault), "-s"], env=env, check=True, capture_output=True, timeout=60)
+    before = snapshot(vault)
+    home_memory_before = _stat_or_none(DEFAULT_MEMORY_FILE)
+
+    server_env = {k: v for k, v in env.items() if k.startswith(("VAULT_", "HF_"))}
+    server_env["CLAUDE_PROJECT_DIR"] = str(vault)
+    # no command, only the option: `vault-index --memory-file X` serves, and X beats the env
+    params = StdioServerParameters(command=CLI, args=["--memory-file", str(memfile)], env=server_env,
+                                   cwd=str(tmp_path))
+    with open(tmp_path / "server-stderr.log", "w") as errlog:
+        seen = anyio.run(_graph_checks, params, vault, errlog)
+
+    assert "memory graph holds 0 entities" in seen["instructions"] and "recall" in seen["instructions"]
+    tools = seen["tools"]
+    assert GRAPH_TOOLS <= set(tools)
+    create = tools["graph_create"].annotations
+    assert create.read_only_hint is False and create.destructive_hint is False
+    for name in GRAPH_TOOLS - {"graph_create"}:
+        assert tools[name].annotations.read_only_hint is True, name
+    item = tools["graph_create"].input_schema["$defs"]["RelationIn"]
+    assert {"from", "to", "relationType", "source"} <= set(item["properties"])
+
+    created = seen["create"]
+    assert not created.is_error, _text(created)
+    assert created.structured_content["added"] == {"entity": 2, "observation": 1, "relation": 1}
+    assert created.structured_content["memory_file"] == str(memfile)
+    facts = [json.loads(line) for line in memfile.read_text().splitlines()]
+    assert {f["source"] for f in facts} == {str(vault / "garden.md"), str(vault / "bike.md")}  # bike.md: relative
+    assert not (tmp_path / "env-memory.jsonl").exists()
+    assert seen["create_again"].structured_content["added"]["entity"] == 0
+    assert seen["create_again"].structured_content["skipped"][0]["reason"] == "already in the graph"
+
+    assert seen["missing_source"].is_error and "not an existing file" in _text(seen["missing_source"])
+    assert seen["dangling"].is_error and "no entity named 'Nobody'" in _text(seen["dangling"])
+    assert seen["too_long"].is_error and seen["open_empty"].is_error
+    assert len(memfile.read_text().splitlines()) == 4  # the refused calls wrote nothing
+
+    found = seen["search"].structured_content["entities"]
+    assert found[0]["name"] == "Garden sensor" and found[0]["score"] > 0
+    assert found[0]["observations"] == [{"text": "Capacitive probe lasts longer", "source": str(vault / "garden.md")}]
+    assert found[0]["relations"][0]["from"] == "Mira"  # the wire uses the file's field names
+
+    opened = seen["open"].structured_content
+    assert [e["name"] for e in opened["entities"]] == ["Mira"] and opened["missing"] == ["Nobody"]
+
+    recalled = seen["recall"]
+    assert not recalled.is_error, _text(recalled)
+    data = recalled.structured_content
+    assert data["notes"][0]["path"] == str(vault / "garden.md") and data["notes"][0]["display"] == "garden.md"
+    assert "capacitive probe" in data["notes"][0]["snippet"]
+    assert data["lessons"] == [] and len(data["notes"]) <= 2
+    assert data["graph"][0]["name"] == "Garden sensor" and data["graph"][0]["display"] == "garden.md"
+
+    assert snapshot(vault) == before
+    assert _stat_or_none(DEFAULT_MEMORY_FILE) == home_memory_before

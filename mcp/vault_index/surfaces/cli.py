@@ -11,9 +11,12 @@ import json
 import os
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 from vault_index import __version__
+from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
+from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 
 
 def _json(data) -> str:
@@ -160,7 +163,35 @@ def cmd_bench(app, args) -> int:
 def cmd_serve(app, args) -> int:
     from vault_index.surfaces.server import serve_stdio
 
-    serve_stdio()
+    serve_stdio(args.memory_file, watch=getattr(args, "watch", False))
+    return 0
+
+
+def cmd_watch(app, args) -> int:
+    import threading
+
+    from vault_index.services.app import App
+    from vault_index.services.watch import Watcher
+
+    def report(kind: str, path: str) -> None:
+        if not args.silent or kind == "error":
+            print(f"{kind}: {path}", file=sys.stderr, flush=True)
+
+    watcher = Watcher(App.open, on_change=report)
+    stop = threading.Event()
+    worker = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    worker.start()
+    if watcher.ready.wait(timeout=600) and worker.is_alive():
+        _say(args, "watching the registered sources; Ctrl-C stops")
+    try:
+        while worker.is_alive():
+            worker.join(timeout=0.5)
+    except KeyboardInterrupt:
+        stop.set()
+        worker.join(timeout=10)
+    stats = watcher.stats
+    _say(args, f"re-indexed {stats.reindexed}, removed {stats.removed}, full syncs {stats.syncs}, "
+               f"errors {len(stats.errors)}")
     return 0
 
 
@@ -170,12 +201,22 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     common.add_argument("-s", "--silent", action="store_true", help="no progress or notes on stderr")
+    # Trigger: argparse lets a subcommand's default overwrite the same option given before it.
+    # Why: `vault-index --memory-file X serve` must keep X.
+    # Outcome: the subcommands' copy of the option has no default (SUPPRESS).
+    memory_option = argparse.ArgumentParser(add_help=False)
+    memory_option.add_argument("--memory-file", metavar="PATH", default=argparse.SUPPRESS,
+                               help="the memory graph file (default $VAULT_MEMORY_FILE or ~/.mcp-memory/memory.jsonl)")
     parser = argparse.ArgumentParser(
         prog="vault-index",
         description="Hybrid keyword + vector search over markdown notes. "
         "With no command, serves MCP over stdio.",
     )
     parser.add_argument("--version", action="version", version=f"vault-index {__version__}")
+    parser.add_argument("--memory-file", metavar="PATH", default=None,
+                        help="the memory graph file (default $VAULT_MEMORY_FILE or ~/.mcp-memory/memory.jsonl)")
+    parser.add_argument("--watch", action="store_true",
+                        help="with no command: serve MCP and re-index source files that change on disk")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("index", parents=[common], help="add folders/files as sources and sync them")
@@ -222,7 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and fewer queries")
     p.set_defaults(run=cmd_bench)
 
-    p = sub.add_parser("serve", help="serve MCP over stdio (the default with no command)")
+    add_graph_parsers(sub, common, memory_option)
+
+    p = sub.add_parser("watch", parents=[common], help="re-index files changed on disk (editor, git pull) until Ctrl-C")
+    p.set_defaults(run=cmd_watch)
+
+    p = sub.add_parser("serve", parents=[memory_option], help="serve MCP over stdio (the default with no command)")
+    p.add_argument("--watch", action="store_true", default=argparse.SUPPRESS,
+                   help="also re-index files of the sources that change on disk while serving")
     p.set_defaults(run=cmd_serve)
     return parser
 
@@ -235,16 +283,17 @@ def main(argv: list[str] | None = None) -> int:
         serve_stdio()
         return 0
     args = build_parser().parse_args(argv)
-    if not getattr(args, "command", None):
-        build_parser().print_help()
-        return 2
+    args.memory_file = Path(args.memory_file or Settings.from_env().memory_file).expanduser()
+    if not getattr(args, "command", None):  # only top-level options, e.g. --memory-file: serve
+        args.command, args.run = "serve", cmd_serve
     if os.environ.get("NO_COLOR") is not None:
         pass  # output is plain text already; honoured by never emitting colour
     from vault_index.services.app import App
 
     try:
         # eval and bench open their own indexes; serve opens one inside the server.
-        app = None if args.command in ("bench", "serve", "eval") else App.open()
+        # graph commands read the memory file only.
+        app = None if args.command in ("bench", "serve", "eval", "graph", "watch") else App.open()
         try:
             return args.run(app, args)
         finally:

@@ -7,21 +7,30 @@ Models load on the first search that needs them.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from vault_index import __version__
+from vault_index.config import project_dir
 from vault_index.errors import VaultIndexError
+from vault_index.services import graph as memory
+from vault_index.services import recall as recollection
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 REMOVING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+# graph_create only appends, and a repeated fact is skipped, so a retry is harmless
+GRAPH_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                              open_world_hint=False)
 
 Mode = Literal["hybrid+rerank", "hybrid", "keyword", "vector", "grep"]
 
@@ -81,7 +90,114 @@ class RemoveOut(BaseModel):
     removed_files: int
 
 
-def instructions(status: dict) -> str:
+Name = Annotated[str, Field(min_length=1, max_length=memory.MAX_NAME_CHARS)]
+Kind = Annotated[str, Field(min_length=1, max_length=memory.MAX_TYPE_CHARS)]
+SourcePath = Annotated[str, Field(min_length=1, max_length=memory.MAX_SOURCE_CHARS,
+                                  description="the file this fact comes from: absolute, or relative to the project")]
+
+
+# camelCase fields: the memory file's names, as the reference memory server spells them
+class EntityIn(BaseModel):
+    name: Name
+    entityType: Kind = Field(description="person, project, decision, tool, ...")
+    source: SourcePath
+
+
+class ObservationIn(BaseModel):
+    entity: Name = Field(description="an existing entity, or one created in the same call")
+    text: Annotated[str, Field(min_length=1, max_length=memory.MAX_TEXT_CHARS, description="one fact")]
+    source: SourcePath
+
+
+class RelationIn(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    from_: Name = Field(alias="from")
+    to: Name
+    relationType: Kind = Field(description="active voice: decided_in, depends_on, part_of")
+    source: SourcePath
+
+
+class ObservationOut(BaseModel):
+    text: str
+    source: str
+
+
+class RelationOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    from_: str = Field(alias="from")
+    to: str
+    relationType: str
+    source: str
+
+
+class EntityOut(BaseModel):
+    name: str
+    entityType: str
+    source: str
+    observations: list[ObservationOut]
+    relations: list[RelationOut]
+    score: float | None = Field(default=None, description="keyword score; only in search results")
+    display: str | None = Field(default=None, description="source relative to the project; only in recall")
+
+
+class SkippedOut(BaseModel):
+    kind: str
+    fact: str
+    reason: str
+
+
+class GraphCreateOut(BaseModel):
+    memory_file: str
+    added: dict[str, int] = Field(description="how many entity, observation and relation facts were written")
+    skipped: list[SkippedOut]
+
+
+class GraphSearchOut(BaseModel):
+    query: str
+    entities: list[EntityOut]
+
+
+class GraphOpenOut(BaseModel):
+    entities: list[EntityOut]
+    missing: list[str] = Field(description="names the graph does not have")
+
+
+class RecallHitOut(BaseModel):
+    path: str
+    display: str = Field(description="path relative to the project when inside it")
+    heading: str
+    line_start: int
+    line_end: int
+    score: float
+    snippet: str
+
+
+class RecallOut(BaseModel):
+    query: str
+    notes: list[RecallHitOut]
+    lessons: list[RecallHitOut] = Field(description="hits in files named lessons.md")
+    graph: list[EntityOut]
+    notices: list[str]
+
+
+def _entity_out(view: dict) -> EntityOut:
+    return EntityOut(**{**view, "relations": [RelationOut(**r) for r in view["relations"]]})
+
+
+def graph_summary(memory_file: Path) -> str:
+    """One sentence on the memory graph for the instructions; never fails the start-up."""
+    try:
+        graph = memory.load(memory_file)
+    except VaultIndexError:
+        return "The memory graph file has problems (`vault-index graph check` lists them). "
+    return (
+        f"The memory graph holds {len(graph.entities)} entities (people, projects, decisions) with "
+        "observations and relations, each naming its source file: graph_search and graph_open read "
+        "it, graph_create adds facts (every fact needs an existing source file). "
+    )
+
+
+def instructions(status: dict, memory_file: Path | None = None) -> str:
     """Built from the index state so the agent knows what it can find before it asks."""
     sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
     vectors = (
@@ -94,15 +210,20 @@ def instructions(status: dict) -> str:
         f"({sources}); {vectors}. Search these notes with search_notes before answering questions "
         "about past work, decisions, people or lessons, instead of guessing; cite the path and "
         "heading of each hit, and open a note with get_note when a snippet is not enough. "
-        "index_paths adds a folder; list_sources shows what is indexed."
+        "index_paths adds a folder; list_sources shows what is indexed. "
+        + (graph_summary(memory_file) if memory_file else "")
+        + "recall searches notes, lessons and the graph at once: use it first for a broad topic."
     )
 
 
-def build_server(app: App) -> MCPServer:
+def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
     # Tools run in worker threads. Reads share `app` (one SQLite connection) under `lock`;
     # indexing, which can embed for minutes, runs on its own connection under `index_lock`, so
     # searches keep answering meanwhile (WAL lets them read the last committed state).
-    lock, index_lock = threading.Lock(), threading.Lock()
+    lock, index_lock, graph_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    if memory_file:  # every tool, the write tools too, reads the graph path from app.settings
+        app.settings = replace(app.settings, memory_file=Path(memory_file).expanduser())
+    memory_file = app.settings.memory_file
     indexer: list[App] = []  # opened on first use, sharing the loaded models
 
     def call(fn, *args, guard: threading.Lock = lock):
@@ -117,7 +238,7 @@ def build_server(app: App) -> MCPServer:
             indexer.append(App.open(app.settings, models=app.models))
         return indexer[0].index(paths)
 
-    server = MCPServer("vault-index", version=__version__, instructions=instructions(app.status()))
+    server = MCPServer("vault-index", version=__version__, instructions=instructions(app.status(), memory_file))
 
     @server.tool(annotations=READ_ONLY, structured_output=True)
     def search_notes(
@@ -173,12 +294,82 @@ def build_server(app: App) -> MCPServer:
         """Unregister a source and drop its files from the index (the files are not touched)."""
         return RemoveOut(removed_files=call(app.remove, path))
 
+    @server.tool(annotations=GRAPH_WRITE, structured_output=True)
+    def graph_create(
+        entities: Annotated[list[EntityIn], Field(max_length=100)] = [],  # noqa: B006
+        observations: Annotated[list[ObservationIn], Field(max_length=500)] = [],  # noqa: B006
+        relations: Annotated[list[RelationIn], Field(max_length=200)] = [],  # noqa: B006
+    ) -> GraphCreateOut:
+        """Add entities, observations and relations to the memory graph. Every fact names the
+        file it comes from (`source`, which must exist). All or nothing: one bad fact refuses the
+        call. Facts already in the graph are skipped."""
+        result = call(
+            partial(memory.create, base=project_dir()), memory_file,
+            [e.model_dump() for e in entities], [o.model_dump() for o in observations],
+            [r.model_dump(by_alias=True) for r in relations], guard=graph_lock,
+        )
+        return GraphCreateOut(**result)
+
+    @server.tool(annotations=READ_ONLY, structured_output=True)
+    def graph_search(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="words to look for")],
+        limit: Annotated[int, Field(ge=1, le=memory.MAX_SEARCH_LIMIT)] = 10,
+    ) -> GraphSearchOut:
+        """Search the memory graph by keyword over entity names, types, observations and relations.
+        Each entity comes with its observations, relations and their source files."""
+        found = call(memory.search, memory_file, query, limit, guard=graph_lock)
+        return GraphSearchOut(query=query, entities=[_entity_out(e) for e in found])
+
+    @server.tool(annotations=READ_ONLY, structured_output=True)
+    def graph_open(
+        names: Annotated[list[Name], Field(min_length=1, max_length=50, description="entity names (any case)")],
+    ) -> GraphOpenOut:
+        """Read named entities of the memory graph in full (observations, relations, sources)."""
+        opened = call(memory.open_entities, memory_file, names, guard=graph_lock)
+        return GraphOpenOut(entities=[_entity_out(e) for e in opened["entities"]], missing=opened["missing"])
+
+    @server.tool(annotations=READ_ONLY, structured_output=True)
+    def recall(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="the topic, in words")],
+        limit: Annotated[int, Field(ge=1, le=recollection.MAX_RECALL_LIMIT, description="per list")] = 5,
+    ) -> RecallOut:
+        """Search notes, lessons (lessons.md) and the memory graph at once; every item has its
+        source path. Answer with those paths as sources."""
+        found = call(recollection.recall, app, memory_file, query, limit)
+        return RecallOut(
+            query=found["query"], notices=found["notices"],
+            notes=[RecallHitOut(**h) for h in found["notes"]],
+            lessons=[RecallHitOut(**h) for h in found["lessons"]],
+            graph=[_entity_out(e) for e in found["graph"]],
+        )
+
+    _register_write_tools(server, app, call)
     return server
 
 
-def serve_stdio() -> None:
-    app = App.open()
+def _register_write_tools(server: MCPServer, app: App, call) -> None:
+    """The lesson and decision-record tools (surfaces/tools_write.py) join the same server."""
     try:
-        build_server(app).run("stdio")
+        from vault_index.surfaces.tools_write import register_write_tools
+    except ModuleNotFoundError as exc:  # only while that module is not written yet
+        if exc.name != "vault_index.surfaces.tools_write":
+            raise
+        return
+
+    register_write_tools(server, app, call)
+
+
+def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> None:
+    app = App.open()
+    stop = None
+    try:
+        server = build_server(app, memory_file)
+        if watch:  # its own connection on its own thread; shares the (lazily loaded) models
+            from vault_index.services.watch import start_in_background
+
+            _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
+        server.run("stdio")
     finally:
+        if stop is not None:
+            stop.set()
         app.close()

@@ -1,0 +1,179 @@
+"""Decision records in docs/adr/: numbered markdown files, written once, checked, linked in the graph.
+
+    docs/adr/0003-short-slug.md
+    # 0003: Title
+    Status: accepted                    (optional)
+    ## Context
+    ## Options measured                 (or ## Options)
+    ## Decision
+
+A record is never overwritten: a changed decision gets a new record that says what it replaces.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+from vault_index.errors import UsageError
+from vault_index.services import graph
+from vault_index.services.files import atomic_write, file_lock
+
+STATUSES = ("proposed", "accepted", "superseded", "deprecated", "rejected")
+MAX_TITLE_CHARS = 150  # "ADR NNNN: " + title stays within the graph's name limit
+MAX_SECTION_CHARS = 20_000
+MAX_SLUG_CHARS = 60
+SECTIONS = (("Context",), ("Options measured", "Options"), ("Decision",))
+
+FILE_NAME = re.compile(r"^(?P<number>\d{4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
+NUMBERED = re.compile(r"^(?P<number>\d{4})-")
+TITLE = re.compile(r"^# (?P<number>\d{4}): (?P<title>\S.*?)\s*$")
+SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
+STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
+TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
+NOT_RECORDS = {"readme.md", "template.md"}
+
+
+def slugify(title: str) -> str:
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    return slug[:MAX_SLUG_CHARS].rstrip("-") or "decision"
+
+
+def next_number(folder: str | Path) -> int:
+    folder = Path(folder)
+    numbers = [int(m["number"]) for p in folder.glob("*.md") if (m := NUMBERED.match(p.name))]
+    return max(numbers, default=0) + 1
+
+
+def create(folder: str | Path, title: str, context: str, options: str, decision: str,
+           status: str = "accepted") -> Path:
+    """Write docs/adr/NNNN-slug.md with the next free number; returns its path."""
+    folder = Path(folder)
+    title = _title(title)
+    if status not in STATUSES:
+        raise UsageError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+    bodies = [_section(name, text) for name, text in
+              (("context", context), ("options", options), ("decision", decision))]
+    folder.mkdir(parents=True, exist_ok=True)
+    with file_lock(folder / ".adr"):
+        number = next_number(folder)
+        if number > 9999:
+            raise UsageError(f"{folder} already holds record 9999; start a new folder")
+        path = folder / f"{number:04d}-{slugify(title)}.md"
+        if path.exists():  # cannot happen with the number above; kept as the never-overwrite guard
+            raise UsageError(f"{path} already exists; decision records are never overwritten")
+        atomic_write(path, render(number, title, *bodies, status=status))
+    return path
+
+
+def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted") -> str:
+    return (f"# {number:04d}: {title}\n\nStatus: {status}\n\n## Context\n\n{context}\n\n"
+            f"## Options measured\n\n{options}\n\n## Decision\n\n{decision}\n")
+
+
+def _title(title: str) -> str:
+    title = (title or "").strip()
+    if not title:
+        raise UsageError("the title is empty; name the decision in a few words")
+    if "\n" in title or "\r" in title:
+        raise UsageError("the title must be one line")
+    if len(title) > MAX_TITLE_CHARS:
+        raise UsageError(f"the title is over {MAX_TITLE_CHARS} characters; shorten it")
+    return title
+
+
+def _section(name: str, text: str) -> str:
+    text = (text or "").strip().replace("\r\n", "\n")
+    if not text:
+        raise UsageError(f"the {name} section is empty; every record needs context, options and a decision")
+    if len(text) > MAX_SECTION_CHARS:
+        raise UsageError(f"the {name} section is over {MAX_SECTION_CHARS} characters; shorten it")
+    if TOP_HEADING.search(text):
+        raise UsageError(f"the {name} section has a '#' or '##' heading; use '###' inside a section")
+    return text
+
+
+def check_adrs(folder: str | Path) -> list[str]:
+    """Problems in the decision records, one line each; empty when all is well (or no folder)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    problems, seen = [], {}
+    for path in sorted(folder.glob("*.md")):
+        if path.name.lower() in NOT_RECORDS:
+            continue
+        name = FILE_NAME.match(path.name)
+        if not name:
+            problems.append(f"{path}: file name must be NNNN-lowercase-slug.md, e.g. 0003-vector-backend.md")
+        numbered = NUMBERED.match(path.name)
+        if numbered:
+            seen.setdefault(numbered["number"], []).append(path.name)
+        problems += [f"{path}: {message}" for message in _record_problems(path, numbered)]
+    for number, names in seen.items():
+        if len(names) > 1:
+            problems.append(f"{folder}: number {number} is used by {', '.join(names)}; renumber all but one")
+    return problems
+
+
+def _record_problems(path: Path, numbered: re.Match | None) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"cannot be read as UTF-8 text ({exc})"]
+    found = []
+    title = TITLE.match(lines[0]) if lines else None
+    if not title:
+        found.append("first line must be '# NNNN: Title'")
+    elif numbered and title["number"] != numbered["number"]:
+        found.append(f"title says {title['number']} but the file name says {numbered['number']}")
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in lines[1:]:
+        if match := SECTION.match(line):
+            current = match["name"].lower()
+            sections.setdefault(current, [])
+        elif current is not None:
+            sections[current].append(line)
+        elif (status := STATUS.match(line)) and status["status"].split(" ")[0].lower() not in STATUSES:
+            found.append(f"status {status['status']!r} is not one of {', '.join(STATUSES)}")
+    for names in SECTIONS:
+        present = [n for n in names if n.lower() in sections]
+        if not present:
+            found.append(f"missing section '## {names[0]}'")
+        elif not any(line.strip() for line in sections[present[0].lower()]):
+            found.append(f"section '## {present[0]}' is empty")
+    return found
+
+
+def entity_name(path: str | Path) -> str:
+    """The graph name of a record: 'ADR 0003: Title', read from its first line."""
+    first = Path(path).read_text(encoding="utf-8").split("\n", 1)[0]
+    match = TITLE.match(first)
+    if not match:
+        raise UsageError(f"{path} does not start with '# NNNN: Title'; fix its first line")
+    return f"ADR {match['number']}: {match['title']}"
+
+
+def link_adr(graph_file: str | Path, adr_path: str | Path, relates_to: list[str] | None = None) -> dict:
+    """Add the record to the memory graph as a decision, related to the entities it decides.
+
+    Names in `relates_to` that the graph does not have are returned in `missing`, not created:
+    a relation to an entity nobody described would be a fact without a source.
+    Returns {"entity", "related", "missing", "memory_file"}.
+    """
+    adr_path = Path(adr_path).resolve()
+    name = entity_name(adr_path)
+    known = graph.load(graph_file)
+    related, missing = [], []
+    for target in dict.fromkeys(t.strip() for t in relates_to or [] if t.strip()):
+        found = known.entity(target)
+        (related if found else missing).append(found["name"] if found else target)
+    source = str(adr_path)
+    graph.create(
+        graph_file,
+        entities=[{"name": name, "entityType": "decision", "source": source}],
+        relations=[{"from": name, "to": target, "relationType": "decides", "source": source} for target in related],
+    )
+    return {"entity": name, "related": related, "missing": missing, "memory_file": str(Path(graph_file).expanduser())}

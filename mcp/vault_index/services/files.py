@@ -1,0 +1,157 @@
+"""File primitives for the write path: a replace that is never half done, and a per-file lock.
+
+Every curated file we write (lessons, decision records, later the vault's notes) goes through
+`atomic_write` while holding `file_lock`, so a reader sees the old file or the new one, never a
+mix, and two writers cannot lose each other's change.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from vault_index.errors import VaultIndexError
+
+try:
+    import fcntl
+except ImportError:  # Windows: the lock-file fallback below
+    fcntl = None
+
+LOCK_WAIT_S = 10.0  # how long a writer waits for another writer before giving up
+# Trigger: the fallback lock is a file, which a killed process leaves behind.
+# Why: a writer holds it for milliseconds, so one a minute old belongs to a dead process.
+# Outcome: older lock files are taken over instead of blocking every later write.
+LOCK_STALE_S = 60.0
+_POLL_S = 0.02
+
+
+class FileBusyError(VaultIndexError):
+    """Another writer held the file's lock for longer than the wait."""
+
+    exit_code = 6
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8): temp file in the same folder, fsync, os.replace.
+
+    The file keeps its permission bits; a new file gets the usual umask-based ones. A symlink
+    is written through, so the link stays a link. On any failure the temp file is removed and
+    the old file is untouched.
+    """
+    target = Path(os.path.realpath(path))
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    _fsync_folder(target.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (POSIX only; Windows cannot open a folder)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def lock_path(path: str | Path) -> Path:
+    path = Path(os.path.realpath(path))
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def file_lock(path: str | Path, wait: float = LOCK_WAIT_S, stale_after: float = LOCK_STALE_S) -> Iterator[None]:
+    """Exclusive lock on `path` across threads and processes, held for the `with` block.
+
+    The lock lives in a hidden `.NAME.lock` beside the file (the file itself may not exist yet)
+    and is removed on release, so no lock files pile up in the project. Raises FileBusyError
+    after `wait` seconds.
+    """
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    if fcntl is not None:
+        fd = _flock(lock, deadline)
+        try:
+            yield
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(lock)  # while still held: the next writer re-checks the inode
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+    else:
+        _exclusive_file(lock, deadline, stale_after)
+        try:
+            yield
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(lock)
+
+
+def _flock(lock: Path, deadline: float) -> int:
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            _wait_or_give_up(lock, deadline)
+            continue
+        # Trigger: the holder unlinks the lock file on release.
+        # Why: a waiter may have opened the old file and then locked a file nobody else sees.
+        # Outcome: the lock counts only if our descriptor is still the file at that path.
+        try:
+            current = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            return fd
+        os.close(fd)
+
+
+def _exclusive_file(lock: Path, deadline: float, stale_after: float) -> None:
+    while True:
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            try:
+                age = time.time() - os.stat(lock).st_mtime
+            except FileNotFoundError:
+                continue
+            if age > stale_after:
+                with suppress(FileNotFoundError):
+                    os.unlink(lock)
+                continue
+            _wait_or_give_up(lock, deadline)
+            continue
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return
+
+
+def _wait_or_give_up(lock: Path, deadline: float) -> None:
+    if time.monotonic() >= deadline:
+        raise FileBusyError(
+            f"another writer is holding {lock.name}; try again in a moment "
+            f"(if no writer is running, delete {lock})"
+        )
+    time.sleep(_POLL_S)

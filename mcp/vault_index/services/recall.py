@@ -1,0 +1,60 @@
+"""Recall: one question answered from the notes, the lessons and the memory graph together.
+
+The stages, in order: the notes search pipeline (App.search, so recall ranks exactly as
+search_notes does), the split of its hits into lessons (files named lessons.md) and other notes,
+and a keyword search of the memory graph. Every item carries the absolute path of its source and a
+shorter display path, so an agent can cite it and a person can click it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vault_index.config import project_dir
+from vault_index.services import graph as memory
+from vault_index.services.search import MAX_LIMIT
+
+LESSONS_FILE = "lessons.md"
+MAX_RECALL_LIMIT = 20
+# Trigger: lessons share the ranking with every note, and a lessons.md chunk is short.
+# Why: with only `limit` hits fetched, a vault of long notes pushes every lesson out.
+# Outcome: fetch this many times `limit` from the pipeline, then cap each list at `limit`.
+CANDIDATE_FACTOR = 3
+
+
+def display_path(path: str, root: Path | None = None) -> str:
+    """`path` relative to the project folder when it lies inside it, else unchanged."""
+    root = root or project_dir()
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def recall(app, memory_file: str | Path, query: str, limit: int = 5) -> dict:
+    """{"query", "notes", "lessons", "graph", "notices"}; each list holds at most `limit` items.
+
+    A memory file that cannot be read costs the graph part only: the notes still answer and
+    `notices` says what to fix.
+    """
+    if not 1 <= limit <= MAX_RECALL_LIMIT:
+        raise memory.GraphInputError(f"limit must be from 1 to {MAX_RECALL_LIMIT}")
+    root = project_dir()
+    result = app.search(query, limit=min(MAX_LIMIT, limit * CANDIDATE_FACTOR))
+    notes, lessons = [], []
+    for hit in result.hits:
+        item = {"path": hit.path, "display": display_path(hit.path, root), "heading": hit.heading,
+                "line_start": hit.line_start, "line_end": hit.line_end, "score": hit.score,
+                "snippet": hit.snippet}
+        target = lessons if Path(hit.path).name == LESSONS_FILE else notes
+        if len(target) < limit:
+            target.append(item)
+    notices = list(result.notices)
+    try:
+        entities = memory.search(memory_file, query, limit)
+    except memory.GraphFileError as exc:
+        entities = []
+        notices.append(f"memory graph skipped: {exc}")
+    for entity in entities:
+        entity["display"] = display_path(entity["source"], root)
+    return {"query": result.query, "notes": notes, "lessons": lessons, "graph": entities, "notices": notices}

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Write and check decision records in docs/adr/.
+
+    adr.py new "Title" --context .. --options .. --decision .. [--status S] [--relates NAME ...]
+    adr.py check
+
+`new` writes docs/adr/NNNN-slug.md with the next number (never overwriting), prints its path,
+and adds it to the memory graph as 'ADR NNNN: Title' (entityType decision) with a 'decides'
+relation to each --relates entity the graph already has; --no-graph skips that. The memory
+file is --memory-file, else VAULT_MEMORY_FILE, else ~/.mcp-memory/memory.jsonl. A section
+given as '-' is read from stdin. Exit 0 on success, 1 when `check` finds problems, 2 on bad
+input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+try:
+    import vault_index  # noqa: F401
+except ImportError:  # a checkout where the package is not installed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
+
+from vault_index.config import Settings, project_dir  # noqa: E402
+from vault_index.errors import UsageError, VaultIndexError  # noqa: E402
+from vault_index.services import adr  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="adr.py", description="Decision records in docs/adr/.")
+    parser.add_argument("--folder", help="the records folder (default <project>/docs/adr)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    new = commands.add_parser("new", help="write the next record; prints its path")
+    new.add_argument("title")
+    new.add_argument("--context", required=True, help="the problem and its forces ('-' reads stdin)")
+    new.add_argument("--options", required=True, help="the options and what was measured ('-' reads stdin)")
+    new.add_argument("--decision", required=True, help="what was chosen, when to revisit ('-' reads stdin)")
+    new.add_argument("--status", default="accepted", choices=adr.STATUSES)
+    new.add_argument("--relates", nargs="+", default=[], metavar="NAME", help="graph entities this decides")
+    new.add_argument("--memory-file", help="the memory graph file")
+    new.add_argument("--no-graph", action="store_true", help="do not add the record to the memory graph")
+    commands.add_parser("check", help="report malformed records; exit 1 if any")
+    return parser
+
+
+def _text(value: str, stdin: list[str]) -> str:
+    if value != "-":
+        return value
+    if not stdin:
+        stdin.append(sys.stdin.read())
+    return stdin[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = Path(args.folder) if args.folder else project_dir() / "docs" / "adr"
+    if args.command == "check":
+        problems = adr.check_adrs(folder)
+        for problem in problems:
+            print(problem)
+        if problems:
+            return 1
+        print(f"{folder}: decision records well formed", file=sys.stderr)
+        return 0
+    stdin: list[str] = []
+    if [args.context, args.options, args.decision].count("-") > 1:
+        raise UsageError("only one section can be read from stdin ('-')")
+    sections = [_text(value, stdin) for value in (args.context, args.options, args.decision)]
+    path = adr.create(folder, args.title, *sections, status=args.status)
+    print(path)
+    if not args.no_graph:
+        memory = Path(args.memory_file).expanduser() if args.memory_file else Settings.from_env().memory_file
+        try:
+            linked = adr.link_adr(memory, path, args.relates)
+        except VaultIndexError as exc:
+            print(f"adr.py: written, but not linked in the memory graph: {exc}", file=sys.stderr)
+            return 2
+        if linked["missing"]:
+            print(f"adr.py: not in the graph, so not linked: {', '.join(linked['missing'])}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except VaultIndexError as exc:
+        print(f"adr.py: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Decision records: numbered, never overwritten, checked, and linked into the memory graph."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from helpers import REPO, write
+from vault_index.errors import UsageError
+from vault_index.services import adr, files, graph
+
+SECTIONS = {"context": "Two writers met.", "options": "- flock\n- lock file", "decision": "flock where it exists."}
+
+
+def _copy_repo_adrs(tmp_path):
+    folder = tmp_path / "docs" / "adr"
+    shutil.copytree(REPO / "docs" / "adr", folder)
+    return folder
+
+
+def test_the_repository_records_pass_the_check():
+    records = sorted((REPO / "docs" / "adr").glob("*.md"))
+    assert len(records) >= 2
+    assert adr.check_adrs(REPO / "docs" / "adr") == []
+
+
+def test_create_takes_the_next_number_and_writes_every_section(tmp_path):
+    folder = _copy_repo_adrs(tmp_path)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    path = adr.create(folder, "Lock files: flock, or O_EXCL on Windows!", **SECTIONS)
+    highest = max(int(name[:4]) for name in before)
+    assert path == folder / f"{highest + 1:04d}-lock-files-flock-or-o-excl-on-windows.md"
+    assert path.read_text() == (
+        f"# {highest + 1:04d}: Lock files: flock, or O_EXCL on Windows!\n\nStatus: accepted\n\n"
+        "## Context\n\nTwo writers met.\n\n## Options measured\n\n- flock\n- lock file\n\n"
+        "## Decision\n\nflock where it exists.\n"
+    )
+    again = adr.create(folder, "Lock files: flock, or O_EXCL on Windows!", **SECTIONS, status="proposed")
+    assert again.name.startswith(f"{highest + 2:04d}-") and "Status: proposed" in again.read_text()
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name in before} == before  # nothing overwritten
+    assert adr.check_adrs(folder) == []
+    assert adr.slugify("Ünïcode — only") == "unicode-only" and adr.slugify("???") == "decision"
+
+
+def test_create_refuses_bad_input_and_writes_nothing(tmp_path):
+    folder = tmp_path / "adr"
+    cases = [
+        ("empty", dict(SECTIONS, title=" ")),
+        ("one line", dict(SECTIONS, title="a\nb")),
+        ("over 150", dict(SECTIONS, title="x" * 151)),
+        ("decision section is empty", dict(SECTIONS, title="t", decision="  \n")),
+        ("use '###'", dict(SECTIONS, title="t", options="fine\n## Decision\nsneaky")),
+        ("status", dict(SECTIONS, title="t", status="maybe")),
+    ]
+    for message, kwargs in cases:
+        with pytest.raises(UsageError, match=message):
+            adr.create(folder, **kwargs)
+    assert not folder.exists() or list(folder.iterdir()) == []
+
+
+def test_a_crash_while_writing_leaves_no_record(tmp_path, monkeypatch):
+    folder = tmp_path / "adr"
+    folder.mkdir()
+
+    def crash(src, dst):
+        raise OSError("power cut")
+
+    monkeypatch.setattr(files.os, "replace", crash)
+    with pytest.raises(OSError):
+        adr.create(folder, "Title", **SECTIONS)
+    assert list(folder.iterdir()) == []
+
+
+GOOD = "# {n}: Title\n\n## Context\n\nc\n\n## Options\n\no\n\n## Decision\n\nd\n"
+
+
+def test_check_adrs_flags_each_kind_of_problem(tmp_path):
+    folder = tmp_path / "adr"
+    write(folder, "0001-fine.md", GOOD.format(n="0001"))
+    write(folder, "README.md", "# Decision records\n")  # an index page is not a record
+    write(folder, "3-short.md", GOOD.format(n="0003"))
+    write(folder, "0004-Capital Letters.md", GOOD.format(n="0004"))
+    write(folder, "0005-mismatch.md", GOOD.format(n="0006"))
+    write(folder, "0007-one.md", GOOD.format(n="0007"))
+    write(folder, "0007-two.md", GOOD.format(n="0007"))
+    write(folder, "0008-no-title.md", "Title\n\n## Context\n\nc\n\n## Options\n\no\n\n## Decision\n\nd\n")
+    write(folder, "0009-no-decision.md", "# 0009: T\n\n## Context\n\nc\n\n## Options measured\n\no\n")
+    write(folder, "0010-empty-context.md", "# 0010: T\n\n## Context\n\n## Options\n\no\n\n## Decision\n\nd\n")
+    write(folder, "0011-status.md", "# 0011: T\n\nStatus: maybe\n\n" + GOOD.split("\n\n", 1)[1])
+    problems = "\n".join(adr.check_adrs(folder))
+    expected = [
+        "3-short.md: file name must be NNNN-lowercase-slug.md",
+        "0004-Capital Letters.md: file name must be",
+        "0005-mismatch.md: title says 0006 but the file name says 0005",
+        "number 0007 is used by 0007-one.md, 0007-two.md",
+        "0008-no-title.md: first line must be '# NNNN: Title'",
+        "0009-no-decision.md: missing section '## Decision'",
+        "0010-empty-context.md: section '## Context' is empty",
+        "0011-status.md: status 'maybe' is not one of",
+    ]
+    for message in expected:
+        assert message in problems, message
+    assert "0001-fine" not in problems and "README" not in problems
+    assert len(adr.check_adrs(folder)) == len(expected)
+    assert adr.check_adrs(tmp_path / "absent") == []
+
+
+def test_link_adr_adds_the_decision_and_relates_only_known_entities(tmp_path):
+    memory = tmp_path / "memory.jsonl"
+    note = write(tmp_path, "notes/sensor.md", "# Sensor\n")
+    graph.create(memory, entities=[{"name": "Garden sensor", "entityType": "project", "source": str(note)}])
+    path = adr.create(tmp_path / "docs" / "adr", "Use flock for writers", **SECTIONS)
+
+    linked = adr.link_adr(memory, path, ["garden SENSOR", "Nobody described this", " "])
+    assert linked["entity"] == "ADR 0001: Use flock for writers"
+    assert linked["related"] == ["Garden sensor"] and linked["missing"] == ["Nobody described this"]
+    view = graph.open_entities(memory, ["ADR 0001: Use flock for writers"])["entities"][0]
+    assert view["entityType"] == "decision" and view["source"] == path.resolve().as_posix()
+    assert view["relations"] == [{"from": "ADR 0001: Use flock for writers", "to": "Garden sensor",
+                                  "relationType": "decides", "source": path.resolve().as_posix()}]
+    assert graph.open_entities(memory, ["Nobody described this"])["entities"] == []
+    lines = memory.read_text().splitlines()
+    adr.link_adr(memory, path, ["Garden sensor"])  # linking again repeats nothing
+    assert memory.read_text().splitlines() == lines
+    assert graph.check_graph(memory) == []

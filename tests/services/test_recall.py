@@ -1,0 +1,104 @@
+"""Recall: notes, lessons and graph matches from one question, each with its source."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import write
+from vault_index.errors import UsageError
+from vault_index.services import graph as memory
+from vault_index.services.graph import GraphInputError
+from vault_index.services.recall import display_path, recall
+
+LESSONS = """# Lessons
+
+What running the garden sensor taught us.
+
+## L-0001: Seal the sensor battery box with silicone before winter
+
+- status: active
+- date: 2026-01-10
+- lesson: Seal the sensor battery box with silicone before winter
+- cause: condensation drained the battery in December
+- detect: open the box after the first frost and look for water
+"""
+
+
+@pytest.fixture
+def project(vault, tmp_path, monkeypatch):
+    """The conftest vault plus docs/lessons.md, as the project folder."""
+    write(vault, "docs/lessons.md", LESSONS)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(vault))
+    return vault
+
+
+@pytest.fixture
+def memfile(project, tmp_path):
+    path = tmp_path / "memory.jsonl"
+    memory.create(
+        path,
+        entities=[{"name": "Garden sensor", "entityType": "project", "source": str(project / "garden.md")}],
+        observations=[{"entity": "Garden sensor", "text": "The battery box needs sealing against condensation",
+                       "source": str(project / "docs/lessons.md")}],
+    )
+    return path
+
+
+def test_recall_splits_lessons_from_notes_and_adds_the_graph(project, memfile, open_app, fake_embedder):
+    app = open_app(fake_embedder)
+    app.index([str(project)])
+    found = recall(app, memfile, "sensor battery condensation", limit=3)
+    assert found["query"] == "sensor battery condensation"
+    assert found["lessons"] and {h["path"] for h in found["lessons"]} == {str(project / "docs/lessons.md")}
+    assert {h["display"] for h in found["lessons"]} == {"docs/lessons.md"}
+    assert any(h["heading"].endswith("L-0001: Seal the sensor battery box with silicone before winter")
+               for h in found["lessons"])
+    assert found["notes"] and all(not h["path"].endswith("lessons.md") for h in found["notes"])
+    assert found["notes"][0]["path"] == str(project / "garden.md") and found["notes"][0]["display"] == "garden.md"
+    for hit in found["notes"] + found["lessons"]:
+        assert hit["line_start"] <= hit["line_end"] and hit["snippet"]
+    (entity,) = found["graph"]
+    assert entity["name"] == "Garden sensor"
+    assert entity["source"] == str(project / "garden.md") and entity["display"] == "garden.md"
+    assert entity["observations"][0]["source"] == str(project / "docs/lessons.md")
+
+
+def test_each_list_is_capped_at_the_limit(project, memfile, open_app, fake_embedder):
+    for n in range(3):
+        write(project, f"more/sensor-{n}.md", f"# Sensor log {n}\n\nThe sensor battery read {n} volts.\n")
+    app = open_app(fake_embedder)
+    app.index([str(project)])
+    found = recall(app, memfile, "sensor battery", limit=2)
+    # the notes outrank the lesson, which is still found: recall fetches more than `limit`
+    assert len(found["notes"]) == 2 and {h["display"] for h in found["notes"]} <= {
+        f"more/sensor-{n}.md" for n in range(3)}
+    assert [h["display"] for h in found["lessons"]] == ["docs/lessons.md"] * 2
+    assert all(not h.path.endswith("lessons.md") for h in app.search("sensor battery", limit=2).hits)
+    with pytest.raises(GraphInputError, match="limit"):
+        recall(app, memfile, "sensor", limit=0)
+    with pytest.raises(UsageError):
+        recall(app, memfile, "   ")
+
+
+def test_a_broken_memory_file_costs_only_the_graph_part(project, memfile, open_app, fake_embedder):
+    app = open_app(fake_embedder)
+    app.index([str(project)])
+    with memfile.open("a") as handle:
+        handle.write("{broken\n")
+    before = memfile.read_bytes()
+    found = recall(app, memfile, "sensor battery", limit=3)
+    assert found["graph"] == [] and found["notes"]
+    assert any("memory graph skipped" in n and ":3:" in n for n in found["notices"])
+    assert memfile.read_bytes() == before
+
+
+def test_a_missing_memory_file_is_an_empty_graph(project, open_app, fake_embedder, tmp_path):
+    app = open_app(fake_embedder)
+    app.index([str(project)])
+    found = recall(app, tmp_path / "none" / "memory.jsonl", "brake pads", limit=3)
+    assert found["graph"] == [] and found["notes"][0]["display"] == "bike.md"
+    assert not (tmp_path / "none").exists()
+
+
+def test_display_path_is_relative_inside_the_project_only(tmp_path):
+    assert display_path(str(tmp_path / "a" / "b.md"), tmp_path) == "a/b.md"
+    assert display_path("/elsewhere/c.md", tmp_path) == "/elsewhere/c.md"

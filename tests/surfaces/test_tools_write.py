@@ -1,0 +1,116 @@
+"""lesson_* and adr_create through the real MCP SDK client, in process, on the server build_server makes."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from helpers import write
+from vault_index.services import graph, lessons
+from vault_index.surfaces.server import build_server
+
+from mcp import Client
+
+WRITE_TOOLS = {"lesson_add", "lesson_supersede", "lesson_retire", "adr_create"}
+
+
+def _text(result) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    write(root, "docs/readme.md", "# Docs\n\nproject documents\n")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))
+    return root
+
+
+async def _calls(server, steps):
+    seen = {}
+    async with Client(server) as client:
+        seen["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+        for key, name, arguments in steps:
+            seen[key] = await client.call_tool(name, arguments)
+    return seen
+
+
+def test_write_tools_record_lessons_and_reindex(project, tmp_path, open_app):
+    app = open_app(None)
+    app.index([str(project / "docs")])
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    entry = {"lesson": "Take the lock before reading", "cause": "a lost update", "detect": "two-process test"}
+    seen = anyio.run(_calls, server, [
+        ("add", "lesson_add", {**entry, "tags": ["io"]}),
+        ("add2", "lesson_add", {"lesson": "Quokka rule", "cause": "c", "detect": "d"}),
+        ("supersede", "lesson_supersede", {"old_id": "L-0001", "lesson": "Lock, re-read, then write",
+                                           "cause": "learned more", "detect": "same test"}),
+        ("retire", "lesson_retire", {"id": "l-2", "reason": "no longer applies"}),
+        ("retire_again", "lesson_retire", {"id": "L-0002", "reason": "twice"}),
+        ("unknown", "lesson_retire", {"id": "L-0099", "reason": "r"}),
+        ("bad_id", "lesson_retire", {"id": "drop table", "reason": "r"}),
+        ("two_lines", "lesson_add", {"lesson": "a\nb", "cause": "c", "detect": "d"}),
+    ])
+    tools = seen["tools"]
+    assert WRITE_TOOLS <= set(tools)
+    for name in WRITE_TOOLS:
+        hints = tools[name].annotations
+        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (False, False, False), name
+    assert "old_id" in tools["lesson_supersede"].input_schema["properties"]
+
+    path = project / "docs" / "lessons.md"
+    add = seen["add"]
+    assert not add.is_error
+    assert add.structured_content == {"id": "L-0001", "status": "active", "path": str(path), "superseded": None,
+                                      "reindexed": True, "notices": []}
+    assert seen["supersede"].structured_content["id"] == "L-0003"
+    assert seen["supersede"].structured_content["superseded"] == "L-0001"
+    assert seen["retire"].structured_content["id"] == "L-0002"
+    assert seen["retire"].structured_content["status"] == "retired"
+    assert seen["retire_again"].is_error and "already retired" in _text(seen["retire_again"])
+    assert seen["unknown"].is_error and "L-0099 is not in the lessons file" in _text(seen["unknown"])
+    assert seen["bad_id"].is_error and seen["two_lines"].is_error
+
+    every = {x.id: x.status for x in lessons.list_lessons(path, include_all=True)}
+    assert every == {"L-0001": "superseded", "L-0002": "retired", "L-0003": "active"}
+    assert lessons.check_lessons(path) == []
+    hits = app.search("quokka", mode="keyword").hits  # the retire re-indexed the file too
+    assert [h.path for h in hits] == [str(path)] and "no longer applies" in app.get_note(str(path))["content"]
+
+
+def test_adr_create_writes_links_and_reindexes(project, tmp_path, open_app):
+    memory = tmp_path / "memory.jsonl"
+    note = write(project, "notes/index.md", "# Index\n")
+    graph.create(memory, entities=[{"name": "Vector search", "entityType": "component", "source": str(note)}])
+    app = open_app(None)
+    app.index([str(project / "docs")])
+    server = build_server(app, memory_file=memory)
+    record = {"title": "Keep wombat vectors in numpy", "context": "c", "options": "### A\n\nnumpy",
+              "decision": "numpy", "relates_to": ["vector search", "Nothing like it"]}
+    seen = anyio.run(_calls, server, [
+        ("create", "adr_create", record),
+        ("again", "adr_create", {**record, "status": "proposed", "relates_to": None}),
+        ("bad", "adr_create", {**record, "decision": "## Decision\nhidden"}),
+        ("empty", "adr_create", {**record, "title": ""}),
+    ])
+    made = seen["create"].structured_content
+    path = project / "docs" / "adr" / "0001-keep-wombat-vectors-in-numpy.md"
+    assert made == {"path": str(path), "entity": "ADR 0001: Keep wombat vectors in numpy",
+                    "related": ["Vector search"], "missing": ["Nothing like it"], "reindexed": True,
+                    "notices": ["not in the graph, so not linked: Nothing like it"]}
+    assert seen["again"].structured_content["path"].endswith("0002-keep-wombat-vectors-in-numpy.md")
+    assert seen["bad"].is_error and "use '###'" in _text(seen["bad"])
+    assert seen["empty"].is_error
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, "0002-keep-wombat-vectors-in-numpy.md"]
+    (entity,) = graph.open_entities(memory, [made["entity"]])["entities"]
+    assert entity["entityType"] == "decision" and entity["relations"][0]["to"] == "Vector search"
+    second = path.parent / "0002-keep-wombat-vectors-in-numpy.md"
+    assert {h.path for h in app.search("wombat", mode="keyword").hits} == {str(path), str(second)}
+
+
+def test_a_write_outside_every_source_is_written_but_not_indexed(project, tmp_path, open_app):
+    app = open_app(None)
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [("add", "lesson_add", {"lesson": "L", "cause": "c", "detect": "d"})])
+    out = seen["add"].structured_content
+    assert out["id"] == "L-0001" and out["reindexed"] is False and out["notices"] == []
+    assert (project / "docs" / "lessons.md").exists() and app.sources() == []
