@@ -49,7 +49,7 @@ def test_second_run_changes_nothing(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in before} == mtimes
     # the memory file chosen once is remembered, not reset to the default
     args = read(tmp_path / ".mcp.json")["mcpServers"]["vault-index"]["args"]
-    assert args[-1] == str(tmp_path / "graph.jsonl")
+    assert args[3] == str(tmp_path / "graph.jsonl")
 
 
 def test_user_entries_survive_and_a_changed_server_is_kept(tmp_path):
