@@ -60,7 +60,8 @@ def test_user_entries_survive_and_a_changed_server_is_kept(tmp_path):
     (tmp_path / ".claude/settings.json").write_text(json.dumps({
         "permissions": {"allow": ["Bash(ls:*)"]},
         "hooks": {"PostToolUse": [own_hook],
-                  "PreCompact": [{"hooks": [{"type": "command", "command": "python my/scripts/precompact_snapshot.py"}]}]},
+                  "PreCompact": [{"hooks": [{"type": "command",
+                                             "command": "python my/scripts/precompact_snapshot.py"}]}]},
     }))
     done = setup.wire(tmp_path, PYTHON)
     assert done[".mcp.json"] == "kept"

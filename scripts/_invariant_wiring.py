@@ -1,0 +1,262 @@
+"""Invariants about the wiring: the declared MCP server and the hooks (checks 1-3).
+
+Shared by scripts/invariants.py: the Result every check returns and the Context that knows where
+the wiring lives (a clone's .mcp.json and .claude/settings.json, or a plugin's own manifests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from vault_index.config import Settings
+
+SERVER_NAME = "vault-index"
+EXPECTED_TOOLS = ("search_notes", "recall")
+# event -> (script the hook must run, tools its matcher must cover)
+EXPECTED_HOOKS = {
+    "SessionStart": ("invariants", ()),
+    "PostToolUse": ("reindex_hook", ("Write", "Edit")),
+    "UserPromptSubmit": ("context_guard", ()),
+    "PreCompact": ("precompact_snapshot", ()),
+}
+LAUNCH_TIMEOUT_S = 10.0  # the server answers in about 1.2 s here; a cold disk can take a few more
+PROTOCOL_VERSION = "2025-06-18"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass
+class Result:
+    id: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Context:
+    project: Path
+    plugin_root: Path | None = None
+    plugin_data: Path | None = None
+    settings: Settings = field(default_factory=Settings.from_env)
+
+    @property
+    def mode(self) -> str:
+        return "plugin" if self.plugin_root else "project"
+
+    def expand(self, text: str, strict: bool = True) -> str:
+        """${VAR} and ${VAR:-default} as Claude Code expands them in MCP and hook configs."""
+        env = dict(os.environ)
+        if self.plugin_root:
+            env.update(CLAUDE_PLUGIN_ROOT=str(self.plugin_root), CLAUDE_PLUGIN_DATA=str(self.plugin_data))
+        env.setdefault("CLAUDE_PROJECT_DIR", str(self.project))
+
+        def one(match: re.Match) -> str:
+            name, default = match.group(1), match.group(2)
+            if env.get(name):
+                return env[name]
+            if default is not None:
+                return default
+            if strict:
+                raise KeyError(f"${{{name}}} is not set and has no default")
+            return match.group(0)
+
+        text = _VAR.sub(one, text)
+        return re.sub(r"\$(CLAUDE_[A-Z_]+)\b", lambda m: env.get(m.group(1), m.group(0)), text)
+
+    @cached_property
+    def server(self) -> tuple[dict | None, str]:
+        """(the declared vault-index server, or None; where it was looked for / the problem)."""
+        if self.plugin_root:
+            where = self.plugin_root / ".claude-plugin" / "plugin.json"
+            servers = _read_json(where).get("mcpServers")
+            if isinstance(servers, str):  # a path to an .mcp.json-shaped file
+                where = self.plugin_root / servers
+                servers = _read_json(where).get("mcpServers", _read_json(where))
+        else:
+            where = self.project / ".mcp.json"
+            servers = _read_json(where).get("mcpServers")
+        entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        return (entry if isinstance(entry, dict) else None), str(where)
+
+    @cached_property
+    def launch(self) -> tuple[list[str], dict]:
+        entry, _ = self.server
+        command = [self.expand(str(entry.get("command", "")))] + [self.expand(str(a)) for a in entry.get("args", [])]
+        env = dict(os.environ)
+        env.update({k: self.expand(str(v)) for k, v in (entry.get("env") or {}).items()})
+        if self.plugin_root:
+            env.update(CLAUDE_PLUGIN_ROOT=str(self.plugin_root), CLAUDE_PLUGIN_DATA=str(self.plugin_data))
+        return command, env
+
+    @cached_property
+    def memory_file(self) -> Path:
+        """The graph file the declared server is told to use, else the configured default."""
+        entry, _ = self.server
+        args = list((entry or {}).get("args", []))
+        if "--memory-file" in args[:-1]:
+            try:
+                return Path(self.expand(str(args[args.index("--memory-file") + 1]))).expanduser()
+            except KeyError:
+                pass
+        return self.settings.memory_file
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _exists_command(word: str) -> bool:
+    return Path(word).is_file() if ("/" in word or "\\" in word) else shutil.which(word) is not None
+
+
+# --- 1, 2: the MCP server ---------------------------------------------------------------------
+
+
+def check_mcp_config(ctx: Context) -> Result:
+    entry, where = ctx.server
+    if entry is None:
+        fix = "run `python3 setup.py`" if ctx.mode == "project" else "reinstall the plugin"
+        return Result("mcp-config", "fail", f"no '{SERVER_NAME}' server in {where}", fix)
+    try:
+        command, _ = ctx.launch
+    except KeyError as exc:
+        return Result("mcp-config", "fail", f"{where}: {exc.args[0]}", "set the variable or give it a default")
+    if not _exists_command(command[0]):
+        return Result("mcp-config", "fail", f"{where}: command {command[0]} does not exist",
+                      "run `python3 setup.py` to rebuild .venv and rewrite .mcp.json")
+    return Result("mcp-config", "ok", f"{where}: {SERVER_NAME} runs {shlex.join(command[:3])}")
+
+
+def _rpc_lines(proc: subprocess.Popen, out: queue.Queue) -> None:
+    for line in proc.stdout:
+        out.put(line)
+    out.put(None)
+
+
+def check_mcp_launch(ctx: Context, timeout: float = LAUNCH_TIMEOUT_S) -> Result:
+    """Start the server exactly as declared and ask it for its tools over stdio (raw JSON-RPC)."""
+    entry, _ = ctx.server
+    if entry is None:
+        return Result("mcp-launch", "fail", "not started: no server is declared", "fix mcp-config first")
+    try:
+        command, env = ctx.launch
+    except KeyError as exc:
+        return Result("mcp-launch", "fail", f"not started: {exc.args[0]}", "fix mcp-config first")
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "vault-index-invariants", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, cwd=str(ctx.project), text=True, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return Result("mcp-launch", "fail", f"cannot start {command[0]}: {exc}", "fix mcp-config first")
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_rpc_lines, args=(proc, lines), daemon=True).start()
+    deadline = time.monotonic() + timeout
+    tools: list[str] | None = None
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        while tools is None:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if line is None:
+                break
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(reply, dict) and reply.get("id") == 2:
+                tools = [t.get("name") for t in (reply.get("result") or {}).get("tools", [])]
+    except queue.Empty:
+        pass
+    except OSError:  # the server closed stdin: it died
+        pass
+    finally:
+        proc.kill()
+        stderr = proc.communicate()[1] or ""
+    if tools is None:
+        tail = " ".join(stderr.strip().splitlines()[-2:])[-240:]
+        why = f"no tools/list answer within {timeout:.0f} s" if proc.returncode in (None, -9) else "it exited"
+        return Result("mcp-launch", "fail", f"{shlex.join(command[:3])}: {why}" + (f" ({tail})" if tail else ""),
+                      "run the command by hand to see its error")
+    missing = [t for t in EXPECTED_TOOLS if t not in tools]
+    if missing:
+        return Result("mcp-launch", "fail", f"server answered without {', '.join(missing)} ({len(tools)} tools)",
+                      "the server is an old version: reinstall (python3 setup.py)")
+    wanted = ", ".join(EXPECTED_TOOLS)
+    return Result("mcp-launch", "ok", f"answered tools/list with {len(tools)} tools, {wanted} among them")
+
+
+# --- 3: hooks ----------------------------------------------------------------------------------
+
+
+def _hook_problems(ctx: Context, command: str, script: str) -> tuple[bool, list[str]]:
+    """(whether `command` runs `script`, files it references that do not exist)."""
+    try:
+        words = shlex.split(ctx.expand(command, strict=False))
+    except ValueError:
+        return False, [f"cannot parse: {command}"]
+    runs, missing = False, []
+    if words and not _exists_command(words[0]):
+        missing.append(words[0])
+    for i, word in enumerate(words):
+        if word.endswith(".py"):
+            if not Path(word).is_file():
+                missing.append(word)
+            runs = runs or Path(word).stem == script
+            if Path(word).name == "plugin_run.py" and i + 1 < len(words):
+                target = Path(word).parent / f"{words[i + 1]}.py"
+                runs = runs or words[i + 1] == script
+                if not target.is_file():
+                    missing.append(str(target))
+    return runs, missing
+
+
+def check_hooks(ctx: Context) -> Result:
+    if ctx.plugin_root:
+        where = ctx.plugin_root / "hooks" / "hooks.json"
+        fix = "reinstall the plugin"
+    else:
+        where = ctx.project / ".claude" / "settings.json"
+        fix = "run `python3 setup.py` to add the hooks"
+    hooks = _read_json(where).get("hooks")
+    if not isinstance(hooks, dict):
+        return Result("hooks", "fail", f"no hooks in {where}", fix)
+    problems = []
+    for event, (script, tools) in EXPECTED_HOOKS.items():
+        found = False
+        for group in hooks.get(event) or []:
+            if not isinstance(group, dict):
+                continue
+            matcher = str(group.get("matcher") or "")
+            covers = all(re.search(matcher or ".*", tool) for tool in tools) if tools else True
+            for handler in group.get("hooks") or []:
+                runs, missing = _hook_problems(ctx, str((handler or {}).get("command", "")), script)
+                if runs:
+                    found = found or covers
+                    problems += [f"{event} references missing {m}" for m in missing]
+        if not found:
+            problems.append(f"{event} does not run {script}" + (f" for {'/'.join(tools)}" if tools else ""))
+    if problems:
+        return Result("hooks", "fail", f"{where}: " + "; ".join(problems[:3]), fix)
+    return Result("hooks", "ok", f"{where}: {', '.join(EXPECTED_HOOKS)} wired, scripts present")

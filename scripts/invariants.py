@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Check that every pipeline of the bundle still reaches its consumer; fast enough for SessionStart.
+
+    python scripts/invariants.py            # a table for a person; exit 1 when a check fails
+    python scripts/invariants.py --json     # the same for scripts
+    python scripts/invariants.py --hook     # SessionStart: silent when all is well, else a short
+                                            # report as additionalContext; always exit 0
+
+Two layouts are checked. In a clone (project mode) the wiring is .mcp.json and
+.claude/settings.json, as setup.py writes them. As a Claude Code plugin (CLAUDE_PLUGIN_ROOT is
+set) it is the plugin's own .claude-plugin/plugin.json and hooks/hooks.json. Lessons, decision
+records, the golden set and CLAUDE.md are looked up in the project folder either way.
+
+Each check answers ok, warn or fail with one line of detail and, unless ok, what to do. Warnings
+are states that degrade answers but break nothing (a stale index, a large CLAUDE.md). The checks
+live in _invariant_wiring.py (server, hooks) and _invariant_content.py (index, graph, golden set,
+lessons, CLAUDE.md); this file runs them and formats the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from _hooklib import ensure_package, read_payload
+
+ensure_package()
+
+from _invariant_content import (  # noqa: E402
+    check_context_budget,
+    check_golden,
+    check_graph,
+    check_graph_sources,
+    check_index_fresh,
+    check_lessons_adrs,
+    check_sources,
+)
+from _invariant_wiring import Context, Result, check_hooks, check_mcp_config, check_mcp_launch  # noqa: E402
+from vault_index.config import project_dir  # noqa: E402
+
+CHECKS: list[Callable[[Context], Result]] = [
+    check_mcp_config, check_mcp_launch, check_hooks, check_sources, check_index_fresh,
+    check_graph, check_graph_sources, check_golden, check_lessons_adrs, check_context_budget,
+]
+
+
+def _timed(check: Callable[[Context], Result], ctx: Context) -> Result:
+    started = time.perf_counter()
+    try:
+        result = check(ctx)
+    except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a crash
+        name = check.__name__.removeprefix("check_").replace("_", "-")
+        result = Result(name, "fail", f"the check itself crashed: {type(exc).__name__}: {exc}",
+                        "report this; the other checks still ran")
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def run_checks(ctx: Context, checks: list[Callable[[Context], Result]] | None = None) -> list[Result]:
+    """Every check; the server launch (the slow one, ~1 s) runs beside the others."""
+    checks = list(checks or CHECKS)
+    slow = [c for c in checks if c is check_mcp_launch]
+    box: dict[str, Result] = {}
+    threads = [threading.Thread(target=lambda c=c: box.__setitem__(c.__name__, _timed(c, ctx))) for c in slow]
+    for thread in threads:
+        thread.start()
+    results = {c.__name__: _timed(c, ctx) for c in checks if c not in slow}
+    for thread in threads:
+        thread.join()
+    results.update(box)
+    return [results[c.__name__] for c in checks]
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def table(ctx: Context, results: list[Result], seconds: float, note: str) -> str:
+    lines = [f"vault-index invariants ({ctx.mode} mode, project {ctx.project})"]
+    if note:
+        lines.append(f"  note  {note}")
+    for r in results:
+        lines.append(f"  {r.status.upper() if r.status != 'ok' else 'ok':5} {r.id:15} {r.detail}")
+        if r.status != "ok" and r.fix:
+            lines.append(f"  {'':5} {'':15} fix: {r.fix}")
+    counts = {s: sum(r.status == s for r in results) for s in ("ok", "warn", "fail")}
+    lines.append(f"{len(results)} checks in {seconds:.2f} s: "
+                 f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail")
+    return "\n".join(lines)
+
+
+def hook_text(results: list[Result], note: str) -> str:
+    bad = [r for r in results if r.status != "ok"]
+    lines = [note] if note else []
+    if bad:
+        lines.append(f"vault-index invariants: {len(bad)} of {len(results)} checks need attention "
+                     "(tell the user; `python scripts/invariants.py` shows all):")
+        lines += [f"- {r.status} {r.id}: {r.detail}" + (f". Fix: {r.fix}" if r.fix else "") for r in bad]
+    return "\n".join(lines)
+
+
+def make_context(args, payload: dict) -> Context:
+    root = args.plugin_root or os.environ.get("CLAUDE_PLUGIN_ROOT")
+    plugin_root = Path(root).resolve() if root else None
+    data = os.environ.get("CLAUDE_PLUGIN_DATA") or str(Path.home() / ".mcp-memory" / "plugin-data")
+    project = Path(args.project).resolve() if args.project else project_dir(payload.get("cwd") or None)
+    return Context(project=project, plugin_root=plugin_root, plugin_data=Path(data) if plugin_root else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--hook", action="store_true", help="SessionStart hook: JSON on stdin, silent when all pass")
+    mode.add_argument("--json", action="store_true", help="machine-readable result")
+    parser.add_argument("--project", help="project folder (default: CLAUDE_PROJECT_DIR, the hook's cwd, or .)")
+    parser.add_argument("--plugin-root", help="check a plugin layout rooted here (default: CLAUDE_PLUGIN_ROOT)")
+    args = parser.parse_args(argv)
+    payload = read_payload() if args.hook else {}
+    started = time.perf_counter()
+    note = os.environ.get("VAULT_INDEX_SETUP_NOTE", "")
+    try:
+        ctx = make_context(args, payload)
+        results = run_checks(ctx)
+    except Exception as exc:  # noqa: BLE001 - the hook must never fail a session start
+        if not args.hook:
+            raise
+        print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                 "additionalContext": f"vault-index invariants could not run: {exc}"}}))
+        return 0
+    seconds = time.perf_counter() - started
+    failed = any(r.status == "fail" for r in results)
+    if args.hook:
+        text = hook_text(results, note)
+        if text:
+            print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}))
+        return 0
+    if args.json:
+        print(json.dumps({"ok": not failed, "mode": ctx.mode, "project": str(ctx.project), "note": note,
+                          "seconds": round(seconds, 3), "checks": [asdict(r) for r in results]}, indent=2))
+    else:
+        print(table(ctx, results, seconds, note))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

