@@ -140,6 +140,13 @@ def wire(root: Path, python: Path, memory_file: str | None = None) -> dict[str, 
     return done
 
 
+def rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def install() -> None:
     uv = shutil.which("uv")
     if not PY.exists():
@@ -181,16 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     print("+ scripts/invariants.py", flush=True)
     checks = subprocess.run([str(PY), str(ROOT / "scripts" / "invariants.py")], cwd=ROOT,
                             env={**os.environ, "CLAUDE_PROJECT_DIR": str(ROOT)})
-    print(
-        "\nsetup: done. Next:\n"
-        "  claude                                  # start Claude Code here; approve the vault-index\n"
-        "                                          # server and the project hooks when asked\n"
-        "  /recall garden sensor battery life      # inside Claude Code: search notes, lessons, graph\n"
-        f"  {cli} search \"your question\"      # the same search from a terminal\n"
-        f"  {BIN / 'python'} scripts/invariants.py   # check the wiring any time\n"
-        f"  {BIN / 'python'} -m pytest -q            # the tests\n"
-        "Getting started: docs/getting-started.md"
-    )
+    steps = [
+        ("claude", "start Claude Code here; approve the vault-index server and hooks"),
+        ("/recall garden sensor battery life", "inside Claude Code: notes, lessons and graph"),
+        (f'{rel(cli)} search "your question"', "the same search from a terminal"),
+        (f"{rel(PY)} scripts/invariants.py", "check the wiring any time"),
+        (f"{rel(PY)} -m pytest -q", "the tests"),
+    ]
+    width = max(len(command) for command, _ in steps)
+    print("\nsetup: done. Next:")
+    for command, why in steps:
+        print(f"  {command.ljust(width)}  # {why}")
+    print("Walkthrough: docs/getting-started.md")
     return checks.returncode
 
 
