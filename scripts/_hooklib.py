@@ -1,0 +1,358 @@
+"""Shared plumbing for the Claude Code hook scripts: tolerant input, exit 0, transcript reading.
+
+Stdlib only at import time. A hook pays interpreter start-up on every tool call or prompt, so
+the `vault_index` package (and through it yaml, pathspec, later numpy and the models) is imported
+only by the script that needs it, and only once it knows there is work to do.
+
+Hook input (one JSON object on stdin) and output (one JSON object on stdout, exit 0) follow
+Claude Code's hooks reference; the transcript is the session's JSONL file, one record a line,
+read from its end (docs/hooks.md in this repo lists the fields used and where they come from).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_THRESHOLD = 450_000
+HANDOFF_CONFIG = Path(".claude") / "handoff.json"
+HANDOFF_DIR = Path("docs") / "handoffs"
+# Trigger: the guard runs before every prompt and reads the transcript each time.
+# Why: long sessions reach tens of MB; parsing all of it costs seconds, while the latest usage
+# and the recent requests sit in the last few hundred KB.
+# Outcome: read a tail; widen it only when the tail holds no answer (one huge tool result).
+TAIL_BYTES = 4 * 1024 * 1024
+MAX_TAIL_BYTES = 64 * 1024 * 1024
+EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# The same set as vault_index.engine.sources.NOTE_SUFFIXES (a test keeps them equal): the
+# re-index hook skips other files before it imports the package.
+NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
+REQUEST_CHARS = 300
+# User lines that are not something the person asked: command plumbing, reminders, interrupts.
+_NOISE_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>", "<system-reminder>",
+                   "[Request interrupted", "Caveat: The messages below")
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.S)
+
+
+def ensure_package() -> None:
+    """Make `import vault_index` work from a clone whose package is not installed."""
+    try:
+        import vault_index  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(ROOT / "mcp"))
+
+
+def read_payload() -> dict:
+    """The hook's JSON object; {} for empty, non-JSON, non-UTF-8 or non-object input."""
+    try:
+        stream = sys.stdin.buffer if sys.stdin is not None else None
+        raw = stream.read() if stream is not None else b""
+    except (OSError, ValueError):
+        return {}
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace")) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def text(mapping: object, key: str) -> str:
+    """mapping[key] when mapping is a dict and the value a string, else ""."""
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def project_dir(payload: dict) -> Path:
+    """Where docs/ and .claude/ live: $CLAUDE_PROJECT_DIR, else the payload's cwd, else ours."""
+    for candidate in (os.environ.get("CLAUDE_PROJECT_DIR", ""), text(payload, "cwd")):
+        if candidate:
+            return Path(candidate)
+    return Path.cwd()
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+
+
+def warn(message: str) -> None:
+    """One line on stderr (Claude Code shows hook stderr in verbose mode only)."""
+    name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "hook"
+    print(f"{name}: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def run(main: Callable[[], object]) -> None:
+    """Run a hook's main and exit 0 whatever happens: a hook must never break the session."""
+    try:
+        main()
+    except SystemExit:
+        pass
+    except BaseException as exc:  # noqa: BLE001 - the one place that turns every failure into a line
+        try:
+            warn(f"{type(exc).__name__}: {exc}")
+        except BaseException:  # noqa: BLE001 - stderr gone too
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - a closed pipe must not turn into exit 120
+            pass
+    # os._exit: interpreter shutdown would flush a broken stdout again and exit non-zero.
+    os._exit(0)
+
+
+def read_threshold(project: Path) -> int:
+    """threshold_tokens from <project>/.claude/handoff.json; the default when missing or bad."""
+    try:
+        data = json.loads((project / HANDOFF_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return DEFAULT_THRESHOLD
+    value = data.get("threshold_tokens") if isinstance(data, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return DEFAULT_THRESHOLD
+
+
+# --- transcript ------------------------------------------------------------------------------
+
+
+def _tail_lines(path: Path, max_bytes: int) -> tuple[list[bytes], bool]:
+    """The complete lines in the file's last max_bytes, and whether that is the whole file."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = max(0, size - max_bytes)
+        handle.seek(start)
+        data = handle.read()
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first one is cut
+    return lines, start == 0
+
+
+def _windows(path: Path) -> Iterator[tuple[list[bytes], bool]]:
+    window = TAIL_BYTES
+    while True:
+        lines, whole = _tail_lines(path, window)
+        yield lines, whole
+        if whole or window >= MAX_TAIL_BYTES:
+            return
+        window *= 4
+
+
+def _parse(raw: bytes) -> dict | None:
+    try:
+        record = json.loads(raw)
+    except ValueError:  # includes UnicodeDecodeError
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def read_records(path: str | Path, max_bytes: int = TAIL_BYTES) -> list[dict]:
+    """Parsed records of the transcript's tail, oldest first; unparseable lines skipped."""
+    try:
+        lines, _ = _tail_lines(Path(path), max_bytes)
+    except (OSError, ValueError):
+        return []
+    return [r for r in (_parse(raw) for raw in lines if raw.strip()) if r is not None]
+
+
+def _message(record: dict) -> dict:
+    message = record.get("message")
+    return message if isinstance(message, dict) else {}
+
+
+def _count(usage: dict, key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def context_of(record: dict) -> int | None:
+    """Context tokens of one main-chain assistant record, None if it is not one with usage.
+
+    The prompt the model saw is input + cache_creation + cache_read tokens; output tokens are
+    the reply. Sidechain (subagent) records have their own, smaller context; "<synthetic>"
+    records (errors, interrupts) carry zeros.
+    """
+    if record.get("type") != "assistant" or record.get("isSidechain") is True:
+        return None
+    message = _message(record)
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or message.get("model") == "<synthetic>":
+        return None
+    total = sum(_count(usage, k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    return total or None
+
+
+def is_compaction(record: dict) -> bool:
+    """The marker Claude Code writes when it compacts: the context after it starts small."""
+    return (record.get("type") == "system" and record.get("subtype") == "compact_boundary") or (
+        record.get("type") == "user" and record.get("isCompactSummary") is True)
+
+
+def context_tokens(records: list[dict]) -> int | None:
+    """Context size from parsed records (oldest first): the latest main-chain message's usage.
+
+    One API message is written as several lines (one per content block) that repeat its
+    message.id and usage, so the size is taken from one message, never summed over lines.
+    A compaction after the latest message resets the size to 0.
+    """
+    latest: int | None = None
+    for record in records:
+        if is_compaction(record):
+            latest = 0
+        else:
+            tokens = context_of(record)
+            latest = latest if tokens is None else tokens
+    return latest
+
+
+def latest_context_tokens(path: str | Path) -> int | None:
+    """Context size of the session now, from the transcript's end; None when unknown.
+
+    Scans lines backwards and parses only those that can matter (a usage block or a compaction
+    marker), so a guard on a 50 MB transcript reads a few MB and parses a handful of lines.
+    """
+    try:
+        for lines, _whole in _windows(Path(path)):
+            for raw in reversed(lines):
+                if b"compact_boundary" in raw or b"isCompactSummary" in raw:
+                    record = _parse(raw)
+                    if record is not None and is_compaction(record):
+                        return 0
+                if b'"usage"' not in raw:
+                    continue
+                record = _parse(raw)
+                tokens = context_of(record) if record is not None else None
+                if tokens is not None:
+                    return tokens
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _request_text(record: dict) -> str:
+    """What the person typed in one user record, "" for tool results and plumbing."""
+    if record.get("type") != "user" or record.get("isSidechain") is True:
+        return ""
+    if record.get("isMeta") is True or record.get("isCompactSummary") is True:
+        return ""
+    content = _message(record).get("content")
+    if isinstance(content, list):
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            return ""
+        content = "\n".join(text(b, "text") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    if not isinstance(content, str):
+        return ""
+    content = content.strip()
+    command = _COMMAND.search(content)
+    if command:  # a slash command is recorded as tags: show it as it was typed
+        args = _COMMAND_ARGS.search(content)
+        content = f"{command.group(1)} {args.group(1) if args else ''}".strip()
+    if not content or content.startswith(_NOISE_PREFIXES):
+        return ""
+    line = " ".join(content.split())
+    return line if len(line) <= REQUEST_CHARS else line[: REQUEST_CHARS - 3] + "..."
+
+
+def recent_requests(path: str | Path, n: int = 10) -> list[str]:
+    """The last n things the person asked in the main chain, oldest first."""
+    found: list[str] = []
+    try:
+        for lines, _whole in _windows(Path(path)):
+            found = []
+            for raw in reversed(lines):
+                if b'"user"' not in raw:
+                    continue
+                record = _parse(raw)
+                request = _request_text(record) if record is not None else ""
+                if request:
+                    found.append(request)
+                    if len(found) == n:
+                        return found[::-1]
+    except (OSError, ValueError):
+        return found[::-1]
+    return found[::-1]
+
+
+def touched_files(path: str | Path, max_bytes: int = MAX_TAIL_BYTES) -> list[str]:
+    """Files written or edited in the session (subagents included), most recent last, unique."""
+    order: dict[str, None] = {}
+    try:
+        lines, _ = _tail_lines(Path(path), max_bytes)
+    except (OSError, ValueError):
+        return []
+    for raw in lines:
+        if b'"tool_use"' not in raw or (b'"file_path"' not in raw and b'"notebook_path"' not in raw):
+            continue
+        record = _parse(raw)
+        content = _message(record).get("content") if record is not None and record.get("type") == "assistant" else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_use" or block.get("name") not in EDIT_TOOLS:
+                continue
+            target = text(block.get("input"), "file_path") or text(block.get("input"), "notebook_path")
+            if target:
+                order.pop(target, None)
+                order[target] = None
+    return list(order)
+
+
+# --- handoff notes ---------------------------------------------------------------------------
+
+
+def handoff_for_session(project: Path, session_id: str) -> Path | None:
+    """An existing handoff note (docs/handoffs/*.md) whose frontmatter names this session."""
+    if not session_id:
+        return None
+    folder = project / HANDOFF_DIR
+    try:
+        candidates = sorted(folder.glob("*.md"), reverse=True)
+    except OSError:
+        return None
+    wanted = re.compile(rf"^session_id:\s*[\"']?{re.escape(session_id)}[\"']?\s*$", re.M)
+    for note in candidates:
+        try:
+            with open(note, encoding="utf-8", errors="replace") as handle:
+                head = handle.read(2048)
+        except OSError:
+            continue
+        if head.startswith("---") and wanted.search(head.split("\n---", 1)[0]):
+            return note
+    return None
+
+
+def shown_path(path: str | Path, project: Path) -> str:
+    """A path relative to the project when it is inside it (notes stay portable), else as given."""
+    try:
+        return Path(path).resolve().relative_to(project.resolve()).as_posix()
+    except (OSError, ValueError):
+        return str(path)
+
+
+def activity_markdown(transcript: str, project: Path, n_requests: int = 10) -> str:
+    """The "Recent requests" and "Touched files" sections, taken from the transcript."""
+    requests = recent_requests(transcript, n_requests) if transcript else []
+    files = touched_files(transcript) if transcript else []
+    lines = ["## Recent requests", ""]
+    lines += [f"{i}. {r}" for i, r in enumerate(requests, 1)] or ["(none found in the transcript)"]
+    lines += ["", "## Touched files", ""]
+    lines += [f"- {shown_path(f, project)}" for f in files] or ["(none found in the transcript)"]
+    return "\n".join(lines) + "\n"
+
+
+def create_unique(folder: Path, stem: str, content: str) -> Path:
+    """Write folder/stem.md, or stem-2.md, stem-3.md ... : an existing note is never replaced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+        try:
+            with open(path, "x", encoding="utf-8", newline="\n") as handle:
+                handle.write(content)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{folder}/{stem}.md and 998 numbered variants all exist; remove some")

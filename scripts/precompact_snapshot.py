@@ -1,0 +1,70 @@
+"""PreCompact hook: save what the session was doing before compaction summarises it away.
+
+stdin: {"session_id", "transcript_path", "cwd", "hook_event_name": "PreCompact",
+        "trigger": "manual" | "auto", "custom_instructions": "..."}
+stdout: {"systemMessage": "saved a pre-compact snapshot to docs/handoffs/auto/..."}, or nothing
+when the input names no session and no transcript (then there is nothing to save).
+
+Writes docs/handoffs/auto/<UTC YYYYmmdd-HHMMSS>-<first 8 of session id>.md with the trigger,
+the context size, the last requests and the touched files. A fallback, not a handoff: nothing
+is asked of the agent, compaction is never blocked, and an existing file is never replaced.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _hooklib as hooks  # noqa: E402 - the scripts folder is not a package
+
+AUTO_DIR = hooks.HANDOFF_DIR / "auto"
+REQUESTS = 10
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return bool(path) and os.path.isfile(path)
+    except (OSError, ValueError):
+        return False
+
+
+def main() -> None:
+    payload = hooks.read_payload()
+    project = hooks.project_dir(payload)
+    session_id = hooks.text(payload, "session_id")
+    transcript = hooks.text(payload, "transcript_path")
+    if not session_id and not _is_file(transcript):
+        hooks.warn("no session_id and no readable transcript_path in the hook input: nothing to save")
+        return
+    trigger = hooks.text(payload, "trigger") or "unknown"
+    instructions = " ".join(hooks.text(payload, "custom_instructions").split())
+    now = dt.datetime.now(dt.timezone.utc)
+    session8 = re.sub(r"[^A-Za-z0-9]", "", session_id)[:8] or "nosession"
+    tokens = hooks.latest_context_tokens(transcript) if transcript else None
+    lines = [
+        "---",
+        f"title: {json.dumps(f'Pre-compact snapshot {now:%Y-%m-%d %H:%M} UTC')}",
+        f"date: {now:%Y-%m-%d}",
+        f"session_id: {json.dumps(session_id or 'unknown')}",
+        "type: handoff-snapshot",
+        f"trigger: {json.dumps(trigger)}",
+        "---",
+        f"# Pre-compact snapshot {now:%Y-%m-%d %H:%M:%S} UTC",
+        "",
+        f"- trigger: {trigger}" + (f" (instructions: {instructions})" if instructions else ""),
+        f"- session: {session_id or 'unknown'}",
+        f"- transcript: {transcript or 'unknown'}",
+        f"- context before compaction: {f'{tokens:,} tokens' if tokens else 'unknown'}",
+        "",
+    ]
+    text = "\n".join(lines) + "\n" + hooks.activity_markdown(transcript, project, REQUESTS)
+    path = hooks.create_unique(project / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text)
+    hooks.emit({"systemMessage": f"vault-index: saved a pre-compact snapshot to {hooks.shown_path(path, project)}"})
+
+
+if __name__ == "__main__":
+    hooks.run(main)

@@ -1,0 +1,64 @@
+"""PostToolUse hook (matcher Write|Edit|MultiEdit): re-index the file the tool just changed.
+
+stdin: {"tool_name": "Edit", "tool_input": {"file_path": ...}, "tool_response": {...}, "cwd": ...}
+stdout: nothing. Never blocks, always exits 0; a problem is one line on stderr.
+
+The index decides what counts: App.reindex_file ignores files outside registered sources,
+under secrets/ or hidden folders, and non-notes. Before paying for that import (about 130 ms)
+the hook drops the cheap cases itself: no file path, a failed tool, a suffix that is never a
+note (most edits in a code repository), or no index file yet (opening one would create it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _hooklib as hooks  # noqa: E402 - the scripts folder is not a package
+
+
+def tool_failed(response: object) -> bool:
+    """Whether tool_response says the edit did not happen (PostToolUse normally means success)."""
+    if not isinstance(response, dict):
+        return False
+    return response.get("success") is False or bool(response.get("error")) or response.get("is_error") is True
+
+
+def target_path(payload: dict) -> Path | None:
+    tool_input = payload.get("tool_input")
+    raw = hooks.text(tool_input, "file_path") or hooks.text(tool_input, "notebook_path")
+    if not raw or "\x00" in raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        base = hooks.text(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        path = Path(base) / path
+    return path
+
+
+def main() -> None:
+    payload = hooks.read_payload()
+    path = target_path(payload)
+    if path is None or tool_failed(payload.get("tool_response")):
+        return
+    if path.suffix.lower() not in hooks.NOTE_SUFFIXES:
+        return
+    hooks.ensure_package()
+    from vault_index.config import Settings  # stdlib-only module: cheap
+
+    settings = Settings.from_env()
+    if not settings.db_path.exists():
+        return  # nothing indexed yet, so nothing to keep fresh
+    from vault_index.services.app import App
+
+    app = App.open(settings)
+    try:
+        app.reindex_file(str(path))
+    finally:
+        app.close()
+
+
+if __name__ == "__main__":
+    hooks.run(main)
