@@ -88,7 +88,8 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, str(PLUGIN_RUN), "serve", "--memory-file", str(tmp_path / "m.jsonl")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data"),
+        env={**{k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "CLAUDE_"))},
+             "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data"),
              "VAULT_INDEX_PYTHON": sys.executable, "VAULT_EMBED_MODEL": "none", "VAULT_RERANK": "0"})
     try:
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
