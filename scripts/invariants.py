@@ -120,31 +120,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project", help="project folder (default: CLAUDE_PROJECT_DIR, the hook's cwd, or .)")
     parser.add_argument("--plugin-root", help="check a plugin layout rooted here (default: CLAUDE_PLUGIN_ROOT)")
     args = parser.parse_args(argv)
-    payload = read_payload() if args.hook else {}
+    if args.hook:
+        try:
+            answer = hook_answer(args, read_payload())
+        except Exception as exc:  # noqa: BLE001 - the hook must never fail a session start
+            answer = {"systemMessage": f"vault-index: the invariants could not run ({exc})",
+                      "hookSpecificOutput": {"hookEventName": "SessionStart",
+                                             "additionalContext": f"vault-index invariants could not run: {exc}"}}
+        if answer:
+            print(json.dumps(answer))
+        return 0
     started = time.perf_counter()
     note = os.environ.get("VAULT_INDEX_SETUP_NOTE", "")
-    try:
-        ctx = make_context(args, payload)
-        results = run_checks(ctx)
-    except Exception as exc:  # noqa: BLE001 - the hook must never fail a session start
-        if not args.hook:
-            raise
-        print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                 "additionalContext": f"vault-index invariants could not run: {exc}"}}))
-        return 0
+    ctx = make_context(args, {})
+    results = run_checks(ctx)
     seconds = time.perf_counter() - started
     failed = any(r.status == "fail" for r in results)
-    if args.hook:
-        text = hook_text(results, note)
-        if text:
-            print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}))
-        return 0
     if args.json:
         print(json.dumps({"ok": not failed, "mode": ctx.mode, "project": str(ctx.project), "note": note,
                           "seconds": round(seconds, 3), "checks": [asdict(r) for r in results]}, indent=2))
     else:
         print(table(ctx, results, seconds, note))
     return 1 if failed else 0
+
+
+def hook_answer(args, payload: dict) -> dict | None:
+    """SessionStart: nothing when every check passes; else context for the model and a line for the person."""
+    note = os.environ.get("VAULT_INDEX_SETUP_NOTE", "")
+    results = run_checks(make_context(args, payload))
+    text = hook_text(results, note)
+    if not text:
+        return None
+    bad = [r.id for r in results if r.status != "ok"]
+    shown = f"vault-index: {', '.join(bad)} need{'s' if len(bad) == 1 else ''} attention " \
+            "(python scripts/invariants.py)" if bad else f"vault-index: {note}"
+    return {"systemMessage": shown, "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
 if __name__ == "__main__":

@@ -370,6 +370,7 @@ def test_hook_reports_failures_as_session_context(project):
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = output["hookSpecificOutput"]["additionalContext"]
     assert "lessons-adrs" in context and "Fix:" in context and "mcp-config" not in context
+    assert output["systemMessage"].startswith("vault-index: lessons-adrs needs attention")
 
 
 def test_table_exit_code_is_1_on_failure_and_json_says_why(project):
