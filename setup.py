@@ -89,54 +89,68 @@ def _write_json(path: Path, data: dict) -> bool:
     return True
 
 
-def wire_mcp(root: Path, python: Path, memory_file: str | None, stamp: dict) -> str:
-    """Add the vault-index server to .mcp.json; leave every other server, and a changed one, alone."""
-    path = root / ".mcp.json"
-    config = _read_json(path)
+def _refuse(path: Path, what: str) -> SystemExit:
+    return SystemExit(f"setup: {what} in {path} is not what Claude Code expects; fix it, then run setup again")
+
+
+def wire_mcp(config: dict, path: Path, python: Path, memory_file: str | None, stamp: dict) -> bool:
+    """Add the vault-index server; leave every other server, and one the user changed, alone.
+
+    Returns False when the user's own entry was kept."""
     servers = config.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
-        raise SystemExit(f"setup: mcpServers in {path} is not an object; fix it, then run setup again") from None
+        raise _refuse(path, "mcpServers")
     chosen = memory_file or stamp.get("memory_file") or f"${{VAULT_MEMORY_FILE:-{DEFAULT_MEMORY_FILE.as_posix()}}}"
     wanted = server_entry(python, chosen)
     current = servers.get(SERVER_NAME)
     if current is not None and current != wanted and current != stamp.get("server"):
-        print(f"setup: kept your own '{SERVER_NAME}' entry in .mcp.json (delete it to get ours)")
-        return "kept"
+        return False
     servers[SERVER_NAME] = wanted
     stamp["server"] = wanted
     if memory_file:
         stamp["memory_file"] = memory_file
-    return "written" if _write_json(path, config) else "unchanged"
+    return True
 
 
-def wire_hooks(root: Path) -> str:
-    """Add each hook to .claude/settings.json unless a hook there already runs that script."""
-    path = root / ".claude" / "settings.json"
-    settings = _read_json(path)
+def wire_hooks(settings: dict, path: Path) -> None:
+    """Add each hook unless a hook there already runs that script."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
-        raise SystemExit(f"setup: hooks in {path} is not an object; fix it, then run setup again") from None
+        raise _refuse(path, "hooks")
     for event, matcher, script, timeout in HOOKS:
         groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise _refuse(path, f"hooks.{event}")
         name = script.split(" ")[0]
         present = any(
             name in str(h.get("command", ""))
-            for g in groups if isinstance(g, dict)
-            for h in g.get("hooks", []) if isinstance(h, dict)
+            for g in groups for h in (g.get("hooks") if isinstance(g.get("hooks"), list) else [])
+            if isinstance(h, dict)
         )
         if present:
             continue
         group: dict = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": hook_command(script), "timeout": timeout}]
         groups.append(group)
-    return "written" if _write_json(path, settings) else "unchanged"
 
 
 def wire(root: Path, python: Path, memory_file: str | None = None) -> dict[str, str]:
-    """The Claude Code wiring on its own (tests call this): .mcp.json and the settings hooks."""
-    stamp = _read_json(root / STAMP)
-    done = {".mcp.json": wire_mcp(root, python, memory_file, stamp), ".claude/settings.json": wire_hooks(root)}
-    _write_json(root / STAMP, stamp)
+    """The Claude Code wiring on its own (tests call this): .mcp.json and the settings hooks.
+
+    Both files are read and checked before either is written, so a file setup cannot merge into
+    stops it with nothing changed."""
+    mcp_path, settings_path, stamp_path = root / ".mcp.json", root / ".claude" / "settings.json", root / STAMP
+    config, settings, stamp = _read_json(mcp_path), _read_json(settings_path), _read_json(stamp_path)
+    ours = wire_mcp(config, mcp_path, python, memory_file, stamp)
+    wire_hooks(settings, settings_path)
+    done = {}
+    if ours:
+        done[".mcp.json"] = "written" if _write_json(mcp_path, config) else "unchanged"
+    else:
+        print(f"setup: kept your own '{SERVER_NAME}' entry in .mcp.json (delete it to get ours)")
+        done[".mcp.json"] = "kept"
+    done[".claude/settings.json"] = "written" if _write_json(settings_path, settings) else "unchanged"
+    _write_json(stamp_path, stamp)
     return done
 
 
@@ -178,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     install()
     for name, state in wire(ROOT, PY, memory_file).items():
         print(f"setup: {name} {state}")
+    if memory_file and os.environ.get("VAULT_MEMORY_FILE") != memory_file:
+        print(f"setup: the server keeps its graph in {memory_file}; for the terminal commands and scripts "
+              f"to use it too, export VAULT_MEMORY_FILE={memory_file}")
 
     cli = BIN / "vault-index"
     for folder in ("notes", "docs/adr", "docs/handoffs"):

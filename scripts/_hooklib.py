@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -123,6 +124,8 @@ def read_threshold(project: Path) -> int:
 
 def _tail_lines(path: Path, max_bytes: int) -> tuple[list[bytes], bool]:
     """The complete lines in the file's last max_bytes, and whether that is the whole file."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or /dev/zero would block or never end
+        raise OSError(f"{path} is not a regular file")
     with open(path, "rb") as handle:
         size = handle.seek(0, os.SEEK_END)
         start = max(0, size - max_bytes)
@@ -315,6 +318,8 @@ def handoff_for_session(project: Path, session_id: str) -> Path | None:
         return None
     wanted = re.compile(rf"^session_id:\s*[\"']?{re.escape(session_id)}[\"']?\s*$", re.M)
     for note in candidates:
+        if not note.is_file():  # a folder or FIFO named *.md
+            continue
         try:
             with open(note, encoding="utf-8", errors="replace") as handle:
                 head = handle.read(2048)

@@ -88,3 +88,18 @@ def test_a_broken_file_is_refused_and_left_alone(tmp_path, content):
         setup.wire(tmp_path, PYTHON)
     assert ".mcp.json" in str(exc.value) and "fix" in str(exc.value)
     assert (tmp_path / ".mcp.json").read_text() == content
+
+
+@pytest.mark.parametrize("settings", [
+    {"hooks": {"PostToolUse": {"matcher": "Write"}}},
+    {"hooks": {"PreCompact": ["echo"]}},
+    {"hooks": []},
+])
+def test_settings_it_cannot_merge_stop_it_before_anything_is_written(tmp_path, settings):
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude/settings.json").write_text(json.dumps(settings))
+    with pytest.raises(SystemExit) as exc:
+        setup.wire(tmp_path, PYTHON)
+    assert "settings.json" in str(exc.value) and "fix it" in str(exc.value)
+    assert not (tmp_path / ".mcp.json").exists()  # nothing half-wired
+    assert json.loads((tmp_path / ".claude/settings.json").read_text()) == settings

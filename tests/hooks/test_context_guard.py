@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from hookrun import FIXTURES, LONG_CONTEXT, answer, hook_env, prompt_payload, run_script
 
@@ -83,7 +84,9 @@ def test_a_written_handoff_for_this_session_lets_prompts_through_with_a_reminder
 def test_missing_corrupt_or_odd_transcripts_stay_silent(project, tmp_path):
     corrupt = tmp_path / "corrupt.jsonl"
     corrupt.write_bytes(LONG.read_bytes()[:-700] + b"\n\xff\x00{{{ truncated")  # cut mid-line, binary junk
-    for transcript in (tmp_path / "missing.jsonl", tmp_path, "", "\x00bad"):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # opening it would block for ever: a hook must not hang on it
+    for transcript in (tmp_path / "missing.jsonl", tmp_path, "", "\x00bad", fifo, "/dev/zero"):
         assert guard(project, transcript) is None, transcript
     # A cut, corrupted tail (the subagent and synthetic lines lost): the latest complete
     # main-chain usage before it is still read.

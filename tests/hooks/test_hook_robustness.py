@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hookrun import answer, hook_env, run_script
 
@@ -22,6 +24,16 @@ def test_bad_stdin_exits_zero_without_a_traceback(script, stdin, project):
     assert answer(done) is None  # asserts exit 0 and no traceback
     assert len(done.stderr.decode().splitlines()) <= 1
     assert not (project / "docs").exists()  # no session, no transcript: no snapshot of nothing
+
+
+@pytest.mark.parametrize("stdin", BAD_STDIN, ids=range(len(BAD_STDIN)))
+def test_session_start_invariants_hook_exits_zero_on_bad_stdin(stdin, project):
+    done = run_script("invariants.py", stdin, hook_env(CLAUDE_PROJECT_DIR=str(project)), ("--hook",))
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    if done.stdout.strip():  # this bare project is not wired, so it reports; the shape must hold
+        report = json.loads(done.stdout)
+        assert report["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+        assert report["systemMessage"].startswith("vault-index:")
 
 
 def test_an_unwritable_project_is_one_line_on_stderr(tmp_path):
