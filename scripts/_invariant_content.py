@@ -136,38 +136,13 @@ def check_graph_sources(ctx: Context) -> Result:
 # --- 8: golden labels --------------------------------------------------------------------------
 
 
-def _headings(path: Path, cache: dict) -> set[str]:
-    from vault_index.engine.parse import parse_note
-
-    if path not in cache:
-        note = parse_note(str(path), path.read_text(encoding="utf-8"))
-        cache[path] = {s.heading for s in note.sections}
-    return cache[path]
-
-
 def check_golden(ctx: Context) -> Result:
+    from vault_index.services.evaluation import broken_labels
+
     path = ctx.project / "eval" / "golden.jsonl"
     if not path.exists():
         return Result("golden", "ok", "no eval/golden.jsonl in this project (nothing to check)")
-    bad, count, cache = [], 0, {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            labels = [item] + list(item.get("also", []))
-        except (ValueError, AttributeError, TypeError):
-            bad.append(f"line {number}: not a JSON object")
-            continue
-        for label in labels:
-            count += 1
-            file, heading = str(label.get("file", "")), str(label.get("heading", ""))
-            target = ctx.project / file
-            if not file or not target.is_file():
-                bad.append(f"line {number}: file {file or '(none)'} does not exist")
-            elif not heading or not any(h == heading or h.startswith(heading + " > ")
-                                        for h in _headings(target, cache)):
-                bad.append(f"line {number}: no heading '{heading}' in {file}")
+    count, bad = broken_labels(path, ctx.project)
     if bad:
         return Result("golden", "fail", f"{len(bad)} of {count} labels broken, first {bad[0]}",
                       "update eval/golden.jsonl to the note's current file and heading path")

@@ -317,7 +317,7 @@ def test_golden_fails_on_a_label_that_points_nowhere(project, label):
     with (project.root / "eval" / "golden.jsonl").open("a") as f:
         f.write(json.dumps(line) + "\n")
     result = project.result(invariants.check_golden)
-    assert result.status == "fail" and "line 2" in result.detail
+    assert result.status == "fail" and "q2:" in result.detail
 
 
 def test_lessons_adrs_fail_on_a_malformed_lesson_or_record(project):

@@ -54,9 +54,41 @@ def load_golden(path: Path, root: Path) -> list[Question]:
     return questions
 
 
+def heading_matches(heading: str, label: str) -> bool:
+    """A chunk's heading path answers a label when it is the label or a section under it."""
+    return heading == label or heading.startswith(label + " > ")
+
+
+def broken_labels(path: Path, root: Path) -> tuple[int, list[str]]:
+    """(labels checked, problems): every label must name an existing file and heading path.
+
+    A golden set whose answers moved scores every mode as wrong; the invariants run this so the
+    drift shows up at session start rather than as a mysterious eval drop."""
+    from vault_index.engine.parse import parse_note
+
+    try:
+        questions = load_golden(path, root)
+    except UsageError as exc:
+        return 0, [str(exc)]
+    headings: dict[str, set[str]] = {}
+    count, problems = 0, []
+    for q in questions:
+        for file, label in q.answers:
+            count += 1
+            if not Path(file).is_file():
+                problems.append(f"{q.id}: file {Path(file).relative_to(root.resolve())} does not exist")
+                continue
+            if file not in headings:
+                note = parse_note(file, Path(file).read_text(encoding="utf-8", errors="replace"))
+                headings[file] = {section.heading for section in note.sections}
+            if not any(heading_matches(h, label) for h in headings[file]):
+                problems.append(f"{q.id}: no heading '{label}' in {Path(file).relative_to(root.resolve())}")
+    return count, problems
+
+
 def relevant_chunk(path: str, heading: str, q: Question) -> bool:
     return any(
-        path == file and (heading == label or heading.startswith(label + " > "))
+        path == file and heading_matches(heading, label)
         for file, label in q.answers
     )
 

@@ -24,6 +24,7 @@ from pathlib import Path
 DEBOUNCE_SECONDS = 0.5  # quiet time before a burst of events is indexed
 SOURCE_RESCAN_SECONDS = 5.0  # how often new or removed sources are picked up
 MAX_PENDING = 2000  # beyond this many distinct paths, one full sync is cheaper
+MAX_KEPT_ERRORS = 100  # a server watching for weeks keeps only the latest errors
 SYNC_ALL = "\0sync"  # queue marker: run a full incremental sync
 
 
@@ -144,6 +145,7 @@ class Watcher:
         except Exception as exc:  # a watcher must outlive one bad file or a busy database
             message = f"{what} {path}: {exc}"
             self.stats.errors.append(message)
+            del self.stats.errors[:-MAX_KEPT_ERRORS]
             self.on_change("error", message)
             return None
 
