@@ -18,11 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
-try:
-    import vault_index  # noqa: F401
-except ImportError:  # a checkout where the package is not installed
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
+from _cli import report, run_script  # noqa: E402 - first: it makes vault_index importable from a checkout
 from vault_index.config import Settings, project_dir  # noqa: E402
 from vault_index.errors import UsageError, VaultIndexError  # noqa: E402
 from vault_index.services import adr  # noqa: E402
@@ -56,13 +53,7 @@ def _text(value: str, stdin: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.folder) if args.folder else project_dir() / "docs" / "adr"
     if args.command == "check":
-        problems = adr.check_adrs(folder)
-        for problem in problems:
-            print(problem)
-        if problems:
-            return 1
-        print(f"{folder}: decision records well formed", file=sys.stderr)
-        return 0
+        return report(adr.check_adrs(folder), f"{folder}: decision records well formed")
     stdin: list[str] = []
     if [args.context, args.options, args.decision].count("-") > 1:
         raise UsageError("only one section can be read from stdin ('-')")
@@ -82,12 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except VaultIndexError as exc:
-        print(f"adr.py: {exc}", file=sys.stderr)
-        return 2
+    return run_script(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,9 @@ import json
 import sys
 from pathlib import Path
 
-try:
-    import vault_index  # noqa: F401
-except ImportError:  # a checkout where the package is not installed
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
+from _cli import report, run_script  # noqa: E402 - first: it makes vault_index importable from a checkout
 from vault_index.config import project_dir  # noqa: E402
-from vault_index.errors import VaultIndexError  # noqa: E402
 from vault_index.services import lessons  # noqa: E402
 
 
@@ -72,21 +68,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"{lesson.id}  {lesson.status:<10}  {lesson.get('date')}  {lesson.title}")
     else:
         problems = lessons.check_lessons(path)
-        for problem in problems:
-            print(problem)
-        if problems:
-            return 1
-        print(f"{path}: {len(lessons.list_lessons(path, include_all=True))} lessons, well formed", file=sys.stderr)
+        count = 0 if problems else len(lessons.list_lessons(path, include_all=True))
+        return report(problems, f"{path}: {count} lessons, well formed")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except VaultIndexError as exc:
-        print(f"learn.py: {exc}", file=sys.stderr)
-        return 2
+    return run_script(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

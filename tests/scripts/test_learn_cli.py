@@ -107,3 +107,16 @@ def test_adr_new_links_the_graph_and_check_reports(tmp_path):
     checked = run([*BARE, ADR, "check"], project)
     assert checked.returncode == 1 and "title says 0004" in checked.stdout
     assert run([*BARE, ADR, "--folder", str(REPO / "docs" / "adr"), "check"], project).returncode == 0
+
+
+def test_learn_refuses_a_lesson_that_would_forge_a_heading_or_a_field(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    run([*BARE, LEARN, "add", "--lesson", "One", "--cause", "c", "--detect", "d"], project)
+    path = project / "docs" / "lessons.md"
+    before = path.read_bytes()
+    for lesson in ("Do X\u2028## L-0001: Fake lesson", "Do Y\x0b- status: retired"):
+        result = run([*BARE, LEARN, "add", "--lesson", lesson, "--cause", "c", "--detect", "d"], project)
+        assert result.returncode == 2 and result.stdout == "" and "one line" in result.stderr, result.stderr
+    assert path.read_bytes() == before
+    assert run([*BARE, LEARN, "check"], project).returncode == 0

@@ -123,3 +123,32 @@ def test_link_adr_adds_the_decision_and_relates_only_known_entities(tmp_path):
     adr.link_adr(memory, path, ["Garden sensor"])  # linking again repeats nothing
     assert memory.read_text().splitlines() == lines
     assert graph.check_graph(memory) == []
+
+
+@pytest.mark.parametrize("char", ["\x1f", "\x00", "\x0b", "\x85", "\u2028", "\u2029", "\t", "\r"],
+                         ids=lambda c: f"U+{ord(c):04X}")
+def test_a_title_the_graph_would_refuse_is_refused_before_anything_is_written(tmp_path, char):
+    folder = tmp_path / "adr"
+    memory = tmp_path / "memory.jsonl"
+    with pytest.raises(UsageError, match=r"the title .*U\+"):
+        adr.create(folder, f"Use X{char}## Decision", **SECTIONS)
+    assert not folder.exists() or list(folder.iterdir()) == []
+    # the same title would have been refused by the graph at link time, after the write
+    with pytest.raises(graph.GraphInputError):
+        graph.create(memory, entities=[{"name": f"ADR 0001: Use X{char}## Decision", "entityType": "decision",
+                                        "source": str(write(tmp_path, "n.md", "# n\n"))}])
+
+
+@pytest.mark.parametrize("char", ["\x0b", "\x0c", "\x1c", "\x1e", "\x85", "\u2028", "\u2029", "\x00", "\x1b"],
+                         ids=lambda c: f"U+{ord(c):04X}")
+def test_a_section_with_a_line_break_other_than_newline_is_refused(tmp_path, char):
+    folder = tmp_path / "adr"
+    with pytest.raises(UsageError, match=rf"the options section .*U\+{ord(char):04X}"):
+        adr.create(folder, "Title", **dict(SECTIONS, options=f"fine{char}## Decision{char}sneaky"))
+    assert not folder.exists() or list(folder.iterdir()) == []
+
+
+def test_sections_keep_tabs_and_newlines_and_lose_carriage_returns(tmp_path):
+    path = adr.create(tmp_path / "adr", "Title", **dict(SECTIONS, options="- a\r\n\tindented\r- b"))
+    assert "## Options measured\n\n- a\n\tindented\n- b\n\n" in path.read_text()
+    assert adr.check_adrs(tmp_path / "adr") == []

@@ -321,3 +321,85 @@ def test_a_symlinked_memory_file_stays_a_link(memfile, notes, tmp_path):
     os.symlink(real, memfile)
     seed(memfile, notes)
     assert memfile.is_symlink() and len(lines(real)) == 4
+
+
+def test_sources_outside_the_roots_are_refused_before_any_existence_check(memfile, notes, tmp_path):
+    project = notes.parent
+    outside = write(tmp_path, "elsewhere/real.md", "# real\n")
+    link = notes / "link.md"
+    os.symlink(outside, link)
+    messages = []
+    for source in ("../../../../../../../../etc/shadow", "../../../../../../../../etc/no-such-file",
+                   str(outside), str(outside.with_name("missing.md")), "link.md"):
+        with pytest.raises(memory.SourceOutsideError) as caught:
+            memory.create(memfile, entities=[{"name": "A", "entityType": "t", "source": source}],
+                          base=notes, roots=[notes])
+        assert caught.value.exit_code == 4
+        messages.append(str(caught.value).replace(repr(source), "SOURCE"))
+    assert len(set(messages)) == 1, messages  # the same words whether the file exists or not
+    assert "is not inside the project folder or a registered source" in messages[0]
+    assert not memfile.exists()
+    # inside a root: relative or absolute, through a second root too
+    memory.create(memfile, entities=[{"name": "G", "entityType": "t", "source": "garden.md"},
+                                     {"name": "R", "entityType": "t", "source": str(outside)}],
+                  base=notes, roots=[notes, outside.parent])
+    with pytest.raises(SourceMissingError, match="not an existing file"):
+        memory.create(memfile, entities=[{"name": "M", "entityType": "t", "source": "gone.md"}],
+                      base=notes, roots=[project])
+
+
+@pytest.mark.parametrize("part", [".hidden", ".git", "secrets", "node_modules"])
+def test_hidden_and_secrets_sources_are_refused_inside_a_root_and_without_roots(memfile, notes, part):
+    secret = write(notes, f"{part}/key.md", "# key\n")
+    for roots in ([notes], [notes.parent], None):
+        with pytest.raises(memory.SourceOutsideError, match="hidden or secrets folder"):
+            memory.create(memfile, entities=[{"name": "K", "entityType": "t", "source": str(secret)}],
+                          base=notes, roots=roots)
+    assert not memfile.exists()
+    # a root that itself lies under a hidden folder is fine: only the parts below the root count
+    hidden_root = write(notes, ".vault/ok.md", "# ok\n").parent
+    memory.create(memfile, entities=[{"name": "Ok", "entityType": "t", "source": "ok.md"}],
+                  base=hidden_root, roots=[hidden_root])
+    assert lines(memfile)[0]["source"] == (hidden_root / "ok.md").resolve().as_posix()
+
+
+def test_check_graph_reports_a_source_in_a_hidden_or_secrets_folder(memfile, notes):
+    seed(memfile, notes)
+    secret = write(notes, "secrets/token.md", "# token\n")
+    with memfile.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"type": "entity", "name": "Token", "entityType": "x", "source": str(secret),
+                                 "created": "t"}) + "\n")
+    problems = memory.check_graph(memfile)
+    assert problems == [f"{memfile}:5: source {secret} lies in a hidden or secrets folder; "
+                        "point the fact at a note outside it or remove the fact"]
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x9b"], ids=lambda c: f"U+{ord(c):04X}")
+def test_one_line_fields_refuse_unicode_line_separators(memfile, notes, char):
+    with pytest.raises(GraphInputError, match="line break or control character"):
+        memory.create(memfile, entities=[{"name": f"A{char}B", "entityType": "t", "source": "garden.md"}],
+                      base=notes)
+    assert not memfile.exists()
+
+
+def test_the_bare_python_skip_rule_matches_the_engine_rule(tmp_path):
+    # scripts/adr.py links records on a python3 without pathspec; graph_rules then keeps its own copy
+    from vault_index.engine.sources import is_skipped_part
+
+    parts = [".x", "secrets", ".git", ".obsidian", "node_modules", "__pycache__", "notes", "Secrets", "a.b"]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from vault_index.services import graph_rules as r;"
+            "assert 'pathspec' not in sys.modules; print([r.is_skipped_part(p) for p in sys.argv[2:]])")
+    bare = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(Path(memory.__file__).parents[2]), *parts],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.strip() == str([is_skipped_part(p) for p in parts])
+
+
+def test_import_takes_a_source_anywhere_but_not_in_a_hidden_or_secrets_folder(memfile, notes, tmp_path):
+    reference = write(tmp_path, "export/memory.jsonl", REFERENCE)
+    hidden = write(tmp_path, ".config/memory.jsonl", REFERENCE)
+    for source in (notes / "secrets" / "x.md", None):
+        with pytest.raises(memory.SourceOutsideError, match="hidden or secrets folder"):
+            memory.import_reference(memfile, hidden if source is None else reference, source=source)
+    assert not memfile.exists()
+    assert memory.import_reference(memfile, reference)["added"]["entity"] == 3  # no roots: anywhere else is fine

@@ -285,3 +285,64 @@ def test_the_repository_lessons_are_well_formed():
     assert path.exists()
     assert lessons.check_lessons(path) == []
     assert len(lessons.list_lessons(path)) >= 2
+
+
+# Every character str.splitlines() breaks on that "\n" does not: any of them in a one-line field
+# once forged a heading or a field line in docs/lessons.md.
+LINE_BREAKS = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", [*LINE_BREAKS, "\n", "\x00", "\x1b", "\x7f", "\x9b", "\t"],
+                         ids=lambda c: f"U+{ord(c):04X}")
+def test_the_lesson_refuses_every_line_break_and_control_character(tmp_path, char):
+    path = tmp_path / "lessons.md"
+    _add(path, 1)
+    before = path.read_bytes()
+    for text in (f"Do X{char}## L-0001: Fake lesson", f"Do Y{char}- status: retired"):
+        with pytest.raises(UsageError, match=r"the lesson .*U\+"):
+            lessons.add(path, text, "c", "d")
+        with pytest.raises(UsageError, match=r"the lesson .*U\+"):
+            lessons.supersede(path, "L-0001", text, "c", "d")
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("char", LINE_BREAKS + ["\n", "\r\n"], ids=lambda c: f"U+{ord(c[-1]):04X}")
+def test_prose_fields_given_on_several_lines_of_any_kind_are_stored_on_one(tmp_path, char):
+    path = tmp_path / "lessons.md"
+    lessons.add(path, "Do X", f"first{char}## L-0001: Fake", f"check{char}- status: retired", ["a"])
+    lessons.add(path, "Do Y", "c", "d")
+    lessons.retire(path, "L-0002", f"moot{char}- superseded_by: L-0001")
+    first, second = lessons.list_lessons(path, include_all=True)
+    assert (first.id, first.status, first.get("cause"), first.get("detect")) == (
+        "L-0001", "active", "first ## L-0001: Fake", "check - status: retired")
+    assert (second.status, second.get("retired"), second.get("superseded_by")) == (
+        "retired", "moot - superseded_by: L-0001", "")
+    assert lessons.check_lessons(path) == []
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x1b", "\x7f", "\x9b"], ids=lambda c: f"U+{ord(c):04X}")
+def test_prose_fields_refuse_control_characters_that_are_not_line_breaks(tmp_path, char):
+    path = tmp_path / "lessons.md"
+    _add(path, 1)
+    before = path.read_bytes()
+    for name, action in (("cause", lambda: lessons.add(path, "x", f"c{char}", "d")),
+                         ("detect", lambda: lessons.add(path, "x", "c", f"d{char}")),
+                         ("reason", lambda: lessons.retire(path, "L-0001", f"r{char}")),
+                         ("tag", lambda: lessons.add(path, "x", "c", "d", [f"t{char}"]))):
+        with pytest.raises(UsageError, match=name):
+            action()
+    assert path.read_bytes() == before
+
+
+def test_the_reader_splits_lines_where_the_writer_does(tmp_path):
+    # a hand-edited file may hold any character; only "\n" (with an optional "\r") ends a line
+    text = ("## L-0001: One\u2028## L-0002: Forged\n- status: active\x0b- status: retired\n- date: 2025-01-01\n"
+            "- lesson: One\n- cause: c\u2029- cause: forged\n- detect: d\x85x\n")
+    parsed = lessons.parse(text)
+    assert [x.id for x in parsed.lessons] == ["L-0001"]
+    only = parsed.lessons[0]
+    assert only.title == "One\u2028## L-0002: Forged"
+    assert only.status == "active\x0b- status: retired" and only.repeated == ()
+    assert only.get("detect") == "d\x85x" and parsed.lines[-1] == "- detect: d\x85x\n"
+    crlf = lessons.parse("## L-0001: A\r\n- status: active\r\n")
+    assert crlf.lessons[0].title == "A" and crlf.lessons[0].status == "active" and crlf.newline == "\r\n"

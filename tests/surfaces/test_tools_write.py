@@ -114,3 +114,67 @@ def test_a_write_outside_every_source_is_written_but_not_indexed(project, tmp_pa
     out = seen["add"].structured_content
     assert out["id"] == "L-0001" and out["reindexed"] is False and out["notices"] == []
     assert (project / "docs" / "lessons.md").exists() and app.sources() == []
+
+
+def test_write_tools_refuse_text_that_would_forge_lines_and_write_nothing(project, tmp_path, open_app):
+    memory = tmp_path / "memory.jsonl"
+    server = build_server(open_app(None), memory_file=memory)
+    seen = anyio.run(_calls, server, [
+        ("first", "lesson_add", {"lesson": "One", "cause": "c", "detect": "d"}),
+        ("forged", "lesson_add", {"lesson": "Do X\u2028## L-0001: Fake lesson", "cause": "c", "detect": "d"}),
+        ("retired", "lesson_supersede", {"old_id": "L-0001", "lesson": "Do Y\x0b- status: retired",
+                                         "cause": "c", "detect": "d"}),
+        ("reason", "lesson_retire", {"id": "L-0001", "reason": "r\x00"}),
+        ("title", "adr_create", {"title": "Use\x1fX", "context": "c", "options": "o", "decision": "d"}),
+        ("title2", "adr_create", {"title": "Use X\u2028## Decision", "context": "c", "options": "o", "decision": "d"}),
+        ("section", "adr_create", {"title": "T", "context": "c\u2028## Decision", "options": "o", "decision": "d"}),
+    ])
+    for key in ("forged", "retired", "reason", "title", "title2", "section"):
+        assert seen[key].is_error and "U+" in _text(seen[key]), key
+    every = lessons.list_lessons(project / "docs" / "lessons.md", include_all=True)
+    assert [(x.id, x.status) for x in every] == [("L-0001", "active")]
+    assert not (project / "docs" / "adr").exists() or list((project / "docs" / "adr").glob("*.md")) == []
+    assert not memory.exists()
+
+
+def test_graph_sources_must_lie_in_the_project_or_a_registered_source(project, tmp_path, open_app):
+    memory = tmp_path / "memory.jsonl"
+    vault = tmp_path / "vault"
+    write(vault, "garden.md", "# Garden\n")
+    write(project, "secrets/key.md", "# key\n")
+    write(tmp_path, "outside.md", "# outside\n")
+    app = open_app(None)
+    app.index([str(vault)])
+    server = build_server(app, memory_file=memory)
+
+    def entity(key, name, source):
+        return (key, "graph_create", {"entities": [{"name": name, "entityType": "t", "source": source}]})
+
+    steps = [
+        entity("project", "Docs", "docs/readme.md"),
+        entity("source", "Garden", str(vault / "garden.md")),
+        entity("exists", "X", str(tmp_path / "outside.md")),
+        entity("absent", "X", str(tmp_path / "absent.md")),
+        entity("climb", "X", "../../../../../../../../etc/passwd"),
+        entity("secret", "X", "secrets/key.md"),
+        entity("hidden", "X", ".claude/settings.json"),
+    ]
+    seen = anyio.run(_calls, server, steps)
+    assert not seen["project"].is_error and not seen["source"].is_error
+    outside = [_text(seen[k]).replace(str(tmp_path / "outside.md"), "P").replace(str(tmp_path / "absent.md"), "P")
+               for k in ("exists", "absent")]
+    assert seen["exists"].is_error and seen["absent"].is_error and outside[0] == outside[1]
+    assert "not inside the project folder or a registered source" in outside[0]
+    assert seen["climb"].is_error and "not inside the project folder" in _text(seen["climb"])
+    for key in ("secret", "hidden"):
+        assert seen[key].is_error and "hidden or secrets folder" in _text(seen[key]), key
+    assert {e["name"] for e in graph.load(memory).entities.values()} == {"Docs", "Garden"}
+
+
+def test_adr_create_links_a_record_whose_project_lies_outside_every_source(project, tmp_path, open_app):
+    memory = tmp_path / "memory.jsonl"
+    server = build_server(open_app(None), memory_file=memory)
+    seen = anyio.run(_calls, server, [("create", "adr_create", {"title": "T", "context": "c", "options": "o",
+                                                                 "decision": "d"})])
+    assert seen["create"].structured_content["entity"] == "ADR 0001: T"
+    assert seen["create"].structured_content["notices"] == []

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
 from vault_index.errors import UsageError
 from vault_index.services import graph
-from vault_index.services.files import atomic_write, file_lock
+from vault_index.services.files import atomic_write, file_lock, unsafe_char
 
 STATUSES = ("proposed", "accepted", "superseded", "deprecated", "rejected")
 MAX_TITLE_CHARS = 150  # "ADR NNNN: " + title stays within the graph's name limit
@@ -74,18 +75,30 @@ def render(number: int, title: str, context: str, options: str, decision: str, s
 
 
 def _title(title: str) -> str:
+    """A title the record's first line and the graph's entity name can both hold.
+
+    Checked before the record is written: a title the graph refused at link time left a record
+    on disk that no entity names, and an agent retrying wrote it again under the next number.
+    """
     title = (title or "").strip()
     if not title:
         raise UsageError("the title is empty; name the decision in a few words")
-    if "\n" in title or "\r" in title:
-        raise UsageError("the title must be one line")
+    if bad := unsafe_char(title):
+        raise UsageError(f"the title must be one line of plain text but holds {bad} (a line break or control "
+                         "character); remove it")
     if len(title) > MAX_TITLE_CHARS:
         raise UsageError(f"the title is over {MAX_TITLE_CHARS} characters; shorten it")
+    if problem := graph.name_problem(f"ADR 9999: {title}"):
+        raise UsageError(f"the title cannot name the record in the memory graph: its name {problem}")
     return title
 
 
 def _section(name: str, text: str) -> str:
-    text = (text or "").strip().replace("\r\n", "\n")
+    text = (text or "").strip().replace("\r\n", "\n").replace("\r", "\n")
+    if bad := unsafe_char(text, allow="\n\t"):
+        # U+2028 and the like end a line for str.splitlines(), so one could slip a '## ' heading in
+        raise UsageError(f"the {name} section holds {bad} (a control character or a line break other than a "
+                         "newline); remove it or use a plain newline")
     if not text:
         raise UsageError(f"the {name} section is empty; every record needs context, options and a decision")
     if len(text) > MAX_SECTION_CHARS:
@@ -119,7 +132,7 @@ def check_adrs(folder: str | Path) -> list[str]:
 
 def _record_problems(path: Path, numbered: re.Match | None) -> list[str]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")  # as written; read_text turns \r\n into \n
     except (OSError, UnicodeDecodeError) as exc:
         return [f"cannot be read as UTF-8 text ({exc})"]
     found = []
@@ -156,9 +169,11 @@ def entity_name(path: str | Path) -> str:
     return f"ADR {match['number']}: {match['title']}"
 
 
-def link_adr(graph_file: str | Path, adr_path: str | Path, relates_to: list[str] | None = None) -> dict:
+def link_adr(graph_file: str | Path, adr_path: str | Path, relates_to: list[str] | None = None, *,
+             roots: Sequence[str | Path] | None = None) -> dict:
     """Add the record to the memory graph as a decision, related to the entities it decides.
 
+    `roots`: where the record may lie to be a source (graph.create); None for anywhere.
     Names in `relates_to` that the graph does not have are returned in `missing`, not created:
     a relation to an entity nobody described would be a fact without a source.
     Returns {"entity", "related", "missing", "memory_file"}.
@@ -175,5 +190,6 @@ def link_adr(graph_file: str | Path, adr_path: str | Path, relates_to: list[str]
         graph_file,
         entities=[{"name": name, "entityType": "decision", "source": source}],
         relations=[{"from": name, "to": target, "relationType": "decides", "source": source} for target in related],
+        roots=roots,
     )
     return {"entity": name, "related": related, "missing": missing, "memory_file": str(Path(graph_file).expanduser())}

@@ -2,7 +2,8 @@
 
 Every curated file we write (lessons, decision records, later the vault's notes) goes through
 `atomic_write` while holding `file_lock`, so a reader sees the old file or the new one, never a
-mix, and two writers cannot lose each other's change.
+mix, and two writers cannot lose each other's change. `unsafe_char` is the one rule for text that
+must stay on its line in such a file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import secrets
 import stat
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -60,6 +62,21 @@ def atomic_write(path: str | Path, text: str) -> None:
             os.unlink(temp)
         raise
     _fsync_folder(target.parent)
+
+
+def unsafe_char(text: str, allow: str = "") -> str | None:
+    """The first character of `text` that can break or hide in a line, as 'U+2028'; None if none.
+
+    Trigger: str.splitlines() also breaks at U+000B, U+000C, U+001C-U+001E, U+0085, U+2028 and
+    U+2029, not only at "\n" and "\r".
+    Why: a lesson holding U+2028 was written as one line and read back as two, forging a heading.
+    Outcome: one-line fields refuse every control character (Cc) and line or paragraph separator
+    (Zl, Zp); a multi-line field passes the few it keeps in `allow` (e.g. "\n\t").
+    """
+    for char in text:
+        if char not in allow and unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            return f"U+{ord(char):04X}"
+    return None
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -15,18 +15,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from vault_index.errors import VaultIndexError
 from vault_index.services.files import FileBusyError, atomic_write, file_lock
+from vault_index.services.graph_rules import (  # noqa: F401 - callers use these as graph.X
+    MAX_NAME_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_TYPE_CHARS,
+    DanglingRelationError,
+    GraphBusyError,
+    GraphError,
+    GraphFileError,
+    GraphInputError,
+    SourceMissingError,
+    SourceOutsideError,
+    build_fact,
+    hidden_part,
+    name_problem,
+)
 from vault_index.services.query import query_terms
 
-MAX_NAME_CHARS = 200  # entity names; also the ends of a relation
-MAX_TYPE_CHARS = 100  # entityType and relationType
-MAX_TEXT_CHARS = 2000  # one observation: a fact, not a document
-MAX_SOURCE_CHARS = 4096
 MAX_SEARCH_LIMIT = 50
 LOCK_WAIT_S = 10.0  # a write holds the lock for milliseconds; ten seconds means a stuck writer
 
@@ -45,39 +56,7 @@ FIELDS = {
     "observation": ("entity", "text"),
     "relation": ("from", "to", "relationType"),
 }
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # observations may hold line breaks and tabs
 _WORD = re.compile(r"[\w][\w'\-./:]*", re.UNICODE)
-
-
-class GraphError(VaultIndexError):
-    """A memory graph operation failed; the message says what to change."""
-
-
-class GraphInputError(GraphError):
-    """A fact handed to the graph is malformed (empty, too long, unknown entity)."""
-
-    exit_code = 2
-
-
-class SourceMissingError(GraphInputError):
-    """A fact's source is not an existing regular file."""
-
-    exit_code = 3
-
-
-class DanglingRelationError(GraphInputError):
-    """A relation names an entity the graph does not have."""
-
-
-class GraphFileError(GraphError):
-    """The memory file (or a file to import) cannot be read as the graph format."""
-
-
-class GraphBusyError(GraphError):
-    """Another writer held the memory file's lock for too long."""
-
-    exit_code = 6
 
 
 class Graph:
@@ -186,60 +165,6 @@ def load(path: str | Path) -> Graph:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def _text(item: dict, field: str, limit: int, where: str, multiline: bool = False) -> str:
-    value = item.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise GraphInputError(f"{where}: '{field}' is missing or empty")
-    value = value.strip()
-    if len(value) > limit:
-        raise GraphInputError(f"{where}: '{field}' has {len(value)} characters; the limit is {limit}, shorten it")
-    if (_CONTROL_IN_TEXT if multiline else _CONTROL).search(value):
-        what = "a control character" if multiline else "a line break or control character"
-        raise GraphInputError(f"{where}: '{field}' contains {what}; remove it")
-    return value
-
-
-def _source(item: dict, where: str, base: Path) -> str:
-    raw = _text(item, "source", MAX_SOURCE_CHARS, where)
-    path = Path(raw).expanduser()
-    path = (path if path.is_absolute() else base / path).resolve()
-    if not path.is_file():
-        raise SourceMissingError(
-            f"{where}: source {raw!r} is not an existing file ({path}); every fact must name the file "
-            "it comes from - write or pick that file first"
-        )
-    return path.as_posix()
-
-
-def _entity(graph: Graph, name: str, where: str, role: str) -> str:
-    """The stored spelling of an existing entity's name."""
-    found = graph.entity(name)
-    if found is None:
-        error = DanglingRelationError if role != "entity" else GraphInputError
-        raise error(f"{where}: no entity named {name!r} (the '{role}'); create that entity first (or in the same call)")
-    return found["name"]
-
-
-def _build(graph: Graph, kind: str, item: dict, where: str, base: Path, stamp: str) -> dict:
-    if not isinstance(item, dict):
-        raise GraphInputError(f"{where}: expected an object")
-    if kind == "entity":
-        fact = {"type": "entity", "name": _text(item, "name", MAX_NAME_CHARS, where),
-                "entityType": _text(item, "entityType", MAX_TYPE_CHARS, where)}
-    elif kind == "observation":
-        fact = {"type": "observation",
-                "entity": _entity(graph, _text(item, "entity", MAX_NAME_CHARS, where), where, "entity"),
-                "text": _text(item, "text", MAX_TEXT_CHARS, where, multiline=True)}
-    else:
-        fact = {"type": "relation",
-                "from": _entity(graph, _text(item, "from", MAX_NAME_CHARS, where), where, "from"),
-                "to": _entity(graph, _text(item, "to", MAX_NAME_CHARS, where), where, "to"),
-                "relationType": _text(item, "relationType", MAX_TYPE_CHARS, where)}
-    fact["source"] = _source(item, where, base)
-    fact["created"] = stamp
-    return fact
-
-
 def _label(fact: dict) -> str:
     if fact["type"] == "entity":
         return fact["name"]
@@ -248,7 +173,8 @@ def _label(fact: dict) -> str:
     return f"{fact['from']} -[{fact['relationType']}]-> {fact['to']}"
 
 
-def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Path | None) -> dict:
+def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Path | None,
+           roots: Sequence[str | Path] | None = None) -> dict:
     """Check every (where, kind, item), then append the new facts in one atomic replace."""
     path = Path(path).expanduser()
     base = Path(base).expanduser() if base else Path.cwd()
@@ -260,7 +186,7 @@ def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Pat
             added, skipped = [], []
             # entities first, so observations and relations in the same call can name them
             for where, kind, item in sorted(items, key=lambda entry: entry[1] != "entity"):
-                fact = _build(graph, kind, item, where, base, stamp)
+                fact = build_fact(graph, kind, item, where, base, roots, stamp)
                 if graph.has(fact):
                     skipped.append({"kind": kind, "fact": _label(fact), "reason": "already in the graph"})
                     continue
@@ -276,19 +202,21 @@ def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Pat
 
 
 def create(path: str | Path, entities: Iterable[dict] = (), observations: Iterable[dict] = (),
-           relations: Iterable[dict] = (), *, base: str | Path | None = None) -> dict:
+           relations: Iterable[dict] = (), *, base: str | Path | None = None,
+           roots: Sequence[str | Path] | None = None) -> dict:
     """Add facts to the graph in `path`; all of them or, on any bad fact, none.
 
     Items use the file's field names: entities {name, entityType, source}, observations
     {entity, text, source}, relations {from, to, relationType, source}. A relative source is taken
-    against `base` (default the working folder). Facts already present (same entity name, same
-    observation text, same relation; case-insensitive names) are skipped, not repeated.
+    against `base` (default the working folder); with `roots` it must lie inside one of them, and
+    in no hidden or secrets folder either way (graph_rules.check_source). Facts already present
+    (same entity name, same observation text, same relation; case-insensitive names) are skipped.
     Returns {"memory_file", "added": {"entity": n, "observation": n, "relation": n}, "skipped": [...]}.
     """
     items = [(f"entities[{i}]", "entity", e) for i, e in enumerate(entities)]
     items += [(f"observations[{i}]", "observation", o) for i, o in enumerate(observations)]
     items += [(f"relations[{i}]", "relation", r) for i, r in enumerate(relations)]
-    return _write(path, items, base)
+    return _write(path, items, base, roots)
 
 
 def import_reference(path: str | Path, jsonl_path: str | Path, source: str | Path | None = None) -> dict:
@@ -413,6 +341,9 @@ def check_graph(path: str | Path) -> list[str]:
         source = fact["source"]
         if not Path(source).is_absolute() or not Path(source).is_file():
             problems.append(f"{where}: source {source} is not an existing file; fix the path or remove the fact")
+        elif hidden_part(Path(source)):
+            problems.append(f"{where}: source {source} lies in a hidden or secrets folder; "
+                            "point the fact at a note outside it or remove the fact")
         if "created" not in fact:
             problems.append(f"{where}: {fact['type']} without a 'created' time")
         if fact["type"] == "entity":

@@ -26,7 +26,7 @@ from datetime import date
 from pathlib import Path
 
 from vault_index.errors import NotFoundError, UsageError, VaultIndexError
-from vault_index.services.files import atomic_write, file_lock
+from vault_index.services.files import atomic_write, file_lock, unsafe_char
 
 STATUSES = ("active", "superseded", "retired")
 REQUIRED = ("status", "date", "lesson", "cause", "detect")
@@ -92,12 +92,27 @@ class Parsed:
 # --- reading ------------------------------------------------------------------------------------
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split only where the writer ends a line: at "\n".
+
+    Not str.splitlines(), which also splits at U+2028, U+0085 and other characters a hand edit
+    may leave inside a line; reader and writer must agree on where each line ends.
+    """
+    lines = text.split("\n")
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
+
+
+def _bare(raw: str) -> str:
+    return raw.removesuffix("\n").removesuffix("\r")
+
+
 def parse(text: str) -> Parsed:
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     newline = "\r\n" if "\r\n" in text else "\n"
     lessons, malformed = [], []
     for index, raw in enumerate(lines):
-        line = raw.rstrip("\r\n")
+        line = _bare(raw)
         match = HEADING.match(line)
         if not match:
             if LESSON_HEADING.match(line):
@@ -107,7 +122,7 @@ def parse(text: str) -> Parsed:
         cursor = index + 1
         while cursor < len(lines) and not lines[cursor].strip():
             cursor += 1
-        while cursor < len(lines) and (field := FIELD.match(lines[cursor].rstrip("\r\n"))):
+        while cursor < len(lines) and (field := FIELD.match(_bare(lines[cursor]))):
             key = field["key"]
             if key not in fields:
                 fields[key], field_lines[key] = field["value"], cursor
@@ -253,13 +268,13 @@ def _entry(lesson: str, cause: str, detect: str, tags: list[str] | None) -> dict
     lesson = (lesson or "").strip()
     if not lesson:
         raise UsageError("the lesson is empty; write it as one directive line, e.g. 'Run X before Y'")
-    if "\n" in lesson or "\r" in lesson:
-        raise UsageError("the lesson must be one line (it is the heading); put details in cause and detect")
+    _check_line("lesson", lesson)
     if len(lesson) > MAX_LESSON_CHARS:
         raise UsageError(f"the lesson is over {MAX_LESSON_CHARS} characters; make the directive shorter")
     entry = {"lesson": lesson, "cause": _one_line("cause", cause), "detect": _one_line("detect", detect)}
     clean_tags = [tag.strip() for tag in tags or [] if tag.strip()]
     for tag in clean_tags:
+        _check_line("tag", tag)
         if not re.fullmatch(r"[\w./+-]{1,40}", tag):
             raise UsageError(f"tag {tag!r}: use letters, digits and - _ . / + (at most 40)")
     if clean_tags:
@@ -269,11 +284,21 @@ def _entry(lesson: str, cause: str, detect: str, tags: list[str] | None) -> dict
 
 def _one_line(name: str, value: str) -> str:
     """Prose fields may be given on several lines; they are stored as one."""
+    # str.split() breaks at every line-break kind str.splitlines() knows (U+2028, U+000B, ...)
+    # and at tabs, so this joins them all; any other control character is then refused.
     value = " ".join((value or "").split())
     if not value:
         raise UsageError(f"the {name} is empty; say it in a sentence")
     if len(value) > MAX_FIELD_CHARS:
         raise UsageError(f"the {name} is over {MAX_FIELD_CHARS} characters; shorten it")
+    return _check_line(name, value)
+
+
+def _check_line(name: str, value: str) -> str:
+    """Every field is written as one line of docs/lessons.md; nothing in it may end that line."""
+    if bad := unsafe_char(value):
+        raise UsageError(f"the {name} must be one line of plain text but holds {bad} (a line break or "
+                         "control character); remove it")
     return value
 
 
@@ -294,7 +319,7 @@ def _append(lines: list[str], nl: str, new_id: str, entry: dict[str, str]) -> li
     lines = list(lines)
     if not lines:
         lines = [f"# Lessons{nl}", nl, *(f"{line}{nl}" for line in INTRO.splitlines())]
-    if not lines[-1].endswith(("\n", "\r")):
+    if not lines[-1].endswith("\n"):
         lines[-1] += nl
     if lines[-1].strip():
         lines.append(nl)
@@ -314,7 +339,7 @@ def _set_fields(parsed: Parsed, lesson: Lesson, values: dict[str, str]) -> list[
         else:
             inserted.append(f"- {key}: {value}{parsed.newline}")
     end = lesson.end
-    if end == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+    if end == len(lines) and lines and not lines[-1].endswith("\n"):
         lines[-1] += parsed.newline
     lines[end:end] = inserted
     return lines

@@ -193,7 +193,7 @@ def graph_summary(memory_file: Path) -> str:
     return (
         f"The memory graph holds {len(graph.entities)} entities (people, projects, decisions) with "
         "observations and relations, each naming its source file: graph_search and graph_open read "
-        "it, graph_create adds facts (every fact needs an existing source file). "
+        "it, graph_create adds facts (every fact needs an existing source file in the project or a source). "
     )
 
 
@@ -232,6 +232,10 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
                 return fn(*args)
             except VaultIndexError as exc:
                 raise ToolError(str(exc)) from exc
+
+    def graph_roots() -> list[Path]:
+        """Where an agent's fact may name its source: the project folder and the registered sources."""
+        return [project_dir(), *(Path(source["path"]) for source in call(app.sources))]
 
     def index(paths: list[str] | None):
         if not indexer:
@@ -301,10 +305,11 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
         relations: Annotated[list[RelationIn], Field(max_length=200)] = [],  # noqa: B006
     ) -> GraphCreateOut:
         """Add entities, observations and relations to the memory graph. Every fact names the
-        file it comes from (`source`, which must exist). All or nothing: one bad fact refuses the
+        file it comes from (`source`: an existing file in the project folder or a registered
+        source, not in a hidden or secrets folder). All or nothing: one bad fact refuses the
         call. Facts already in the graph are skipped."""
         result = call(
-            partial(memory.create, base=project_dir()), memory_file,
+            partial(memory.create, base=project_dir(), roots=graph_roots()), memory_file,
             [e.model_dump() for e in entities], [o.model_dump() for o in observations],
             [r.model_dump(by_alias=True) for r in relations], guard=graph_lock,
         )
@@ -343,11 +348,11 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
             graph=[_entity_out(e) for e in found["graph"]],
         )
 
-    _register_write_tools(server, app, call)
+    _register_write_tools(server, app, call, graph_roots)
     return server
 
 
-def _register_write_tools(server: MCPServer, app: App, call) -> None:
+def _register_write_tools(server: MCPServer, app: App, call, graph_roots) -> None:
     """The lesson and decision-record tools (surfaces/tools_write.py) join the same server."""
     try:
         from vault_index.surfaces.tools_write import register_write_tools
@@ -356,7 +361,7 @@ def _register_write_tools(server: MCPServer, app: App, call) -> None:
             raise
         return
 
-    register_write_tools(server, app, call)
+    register_write_tools(server, app, call, graph_roots)
 
 
 def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> None:

@@ -8,6 +8,8 @@ from the caller, so an agent cannot aim a write elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -59,11 +61,12 @@ def adr_folder() -> Path:
     return project_dir() / "docs" / "adr"
 
 
-def register_write_tools(server: MCPServer, app: App, call) -> None:
+def register_write_tools(server: MCPServer, app: App, call, graph_roots: Callable[[], list[Path]]) -> None:
     """Add lesson_add, lesson_supersede, lesson_retire and adr_create to `server`.
 
     `call(fn, *args)` is build_server's guard: it serialises with the other tools and turns a
-    VaultIndexError into a tool error with its message.
+    VaultIndexError into a tool error with its message. `graph_roots()` lists the folders a
+    graph fact's source may lie in (the project folder and the registered sources).
     """
 
     def reindex(path: Path, notices: list[str]) -> bool:
@@ -125,7 +128,8 @@ def register_write_tools(server: MCPServer, app: App, call) -> None:
         notices: list[str] = []
         linked = {"entity": None, "related": [], "missing": list(relates_to or [])}
         try:
-            linked = call(adr.link_adr, app.settings.memory_file, path, relates_to or [])
+            linked = call(partial(adr.link_adr, roots=graph_roots()), app.settings.memory_file, path,
+                          relates_to or [])
         except ToolError as exc:
             notices.append(f"written, but not linked in the memory graph: {exc}")
         if linked["missing"]:
