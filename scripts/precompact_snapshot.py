@@ -2,7 +2,8 @@
 
 stdin: {"session_id", "transcript_path", "cwd", "hook_event_name": "PreCompact",
         "trigger": "manual" | "auto", "custom_instructions": "..."}
-stdout: {"systemMessage": "saved a pre-compact snapshot to docs/handoffs/auto/..."}, or nothing
+stdout: one plain sentence naming the snapshot (Claude Code passes a PreCompact hook's output to the
+summariser as extra instructions, so the path survives into the summary), or nothing
 when the input names no session and no transcript (then there is nothing to save).
 
 Writes docs/handoffs/auto/<UTC YYYYmmdd-HHMMSS>-<first 8 of session id>.md with the trigger,
@@ -23,6 +24,9 @@ import _hooklib as hooks  # noqa: E402 - the scripts folder is not a package
 
 AUTO_DIR = hooks.HANDOFF_DIR / "auto"
 REQUESTS = 10
+
+SNAPSHOT_NOTE = ("vault-index saved this session's recent requests and touched files before compaction; "
+                 "keep this path in the summary so the next context can open it:")
 
 
 def _is_file(path: str) -> bool:
@@ -63,7 +67,9 @@ def main() -> None:
     ]
     text = "\n".join(lines) + "\n" + hooks.activity_markdown(transcript, project, REQUESTS)
     path = hooks.create_unique(project / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text)
-    hooks.emit({"systemMessage": f"vault-index: saved a pre-compact snapshot to {hooks.shown_path(path, project)}"})
+    # Claude Code (2.1.x) hands a PreCompact hook's stdout to the summariser as extra instructions
+    # and shows it to the person, so it is a plain sentence that carries the path into the summary.
+    print(f"{SNAPSHOT_NOTE} {hooks.shown_path(path, project)}", flush=True)
 
 
 if __name__ == "__main__":

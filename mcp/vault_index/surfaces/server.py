@@ -364,7 +364,22 @@ def _register_write_tools(server: MCPServer, app: App, call, graph_roots) -> Non
     register_write_tools(server, app, call, graph_roots)
 
 
+def _exit_on_interrupt() -> None:
+    """Ctrl-C (or a client's SIGINT) ends the server at once, as SIGTERM does.
+
+    The SDK reads stdin on a worker thread that a KeyboardInterrupt cannot wake, so the default
+    handler left the process running until its client gave up and sent SIGTERM. Every write
+    (SQLite transactions, graph and note replacements) is atomic, so stopping here loses nothing.
+    """
+    import os
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
 def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> None:
+    _exit_on_interrupt()
     app = App.open()
     stop = None
     try:
