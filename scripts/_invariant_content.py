@@ -101,7 +101,7 @@ def check_graph(ctx: Context) -> Result:
     path = ctx.memory_file
     if not path.exists():
         return Result("graph", "ok", f"no memory graph at {path} yet (it starts empty)")
-    problems = [p for p in graph.check_graph(path) if "is not an existing file" not in p]
+    problems = [p for p in graph.check_graph(path, [ctx.project]) if "is not an existing file" not in p]
     if problems:
         return Result("graph", "fail", f"{len(problems)} problems, first: {problems[0]}",
                       f"fix or remove those lines in {path}")

@@ -115,7 +115,7 @@ def test_learn_refuses_a_lesson_that_would_forge_a_heading_or_a_field(tmp_path):
     run([*BARE, LEARN, "add", "--lesson", "One", "--cause", "c", "--detect", "d"], project)
     path = project / "docs" / "lessons.md"
     before = path.read_bytes()
-    for lesson in ("Do X\u2028## L-0001: Fake lesson", "Do Y\x0b- status: retired"):
+    for lesson in ("Do X\u2028## L-0001: Fake lesson", "Do Y\x0b- status: retired", "Do \udcff Z"):
         result = run([*BARE, LEARN, "add", "--lesson", lesson, "--cause", "c", "--detect", "d"], project)
         assert result.returncode == 2 and result.stdout == "" and "one line" in result.stderr, result.stderr
     assert path.read_bytes() == before

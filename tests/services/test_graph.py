@@ -369,9 +369,30 @@ def test_check_graph_reports_a_source_in_a_hidden_or_secrets_folder(memfile, not
     with memfile.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps({"type": "entity", "name": "Token", "entityType": "x", "source": str(secret),
                                  "created": "t"}) + "\n")
-    problems = memory.check_graph(memfile)
+    problems = memory.check_graph(memfile, [notes])
     assert problems == [f"{memfile}:5: source {secret} lies in a hidden or secrets folder; "
                         "point the fact at a note outside it or remove the fact"]
+
+
+def test_a_project_inside_a_dot_folder_is_not_flagged_anywhere(memfile, tmp_path):
+    """A Claude Code worktree lives under .claude/worktrees/: its notes are ordinary sources."""
+    project = tmp_path / "repo" / ".claude" / "worktrees" / "x"
+    note = write(project, "docs/adr/0001-use-x.md", "# 0001: Use X\n")
+    memory.create(memfile, entities=[{"name": "ADR 0001: Use X", "entityType": "decision", "source": str(note)}],
+                  base=project)  # a person at a terminal: no roots
+    memory.create(memfile, entities=[{"name": "Other", "entityType": "t", "source": "docs/adr/0001-use-x.md"}],
+                  base=project, roots=[project])  # the agent's tools
+    assert memory.check_graph(memfile, [project]) == []
+    assert memory.check_graph(memfile) == []
+    with pytest.raises(memory.SourceOutsideError, match="hidden or secrets"):  # below the project: refused
+        memory.create(memfile, entities=[{"name": "S", "entityType": "t",
+                                          "source": str(write(project, ".private/s.md", "# s\n"))}], base=project)
+
+
+def test_a_source_name_too_long_for_the_file_system_is_a_clear_error(memfile, notes):
+    with pytest.raises(memory.SourceMissingError, match="not an existing file"):
+        memory.create(memfile, entities=[{"name": "L", "entityType": "t", "source": "x" * 300 + ".md"}],
+                      base=notes)
 
 
 @pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x9b"], ids=lambda c: f"U+{ord(c):04X}")
@@ -395,11 +416,23 @@ def test_the_bare_python_skip_rule_matches_the_engine_rule(tmp_path):
     assert bare.stdout.strip() == str([is_skipped_part(p) for p in parts])
 
 
-def test_import_takes_a_source_anywhere_but_not_in_a_hidden_or_secrets_folder(memfile, notes, tmp_path):
-    reference = write(tmp_path, "export/memory.jsonl", REFERENCE)
-    hidden = write(tmp_path, ".config/memory.jsonl", REFERENCE)
-    for source in (notes / "secrets" / "x.md", None):
-        with pytest.raises(memory.SourceOutsideError, match="hidden or secrets folder"):
-            memory.import_reference(memfile, hidden if source is None else reference, source=source)
+def test_import_refuses_a_secrets_source_below_the_working_folder_only(memfile, notes, tmp_path, monkeypatch):
+    """A person imports from wherever the old file is (often a dot folder such as ~/.mcp-memory);
+    only a source in a hidden or secrets folder below the folder they work in is refused."""
+    monkeypatch.chdir(notes)
+    old_home = write(tmp_path, ".old-memory/memory.jsonl", REFERENCE)
+    secret = write(notes, "secrets/x.md", "# x\n")
+    with pytest.raises(memory.SourceOutsideError, match="hidden or secrets folder"):
+        memory.import_reference(memfile, old_home, source=secret)
     assert not memfile.exists()
-    assert memory.import_reference(memfile, reference)["added"]["entity"] == 3  # no roots: anywhere else is fine
+    assert memory.import_reference(memfile, old_home)["added"]["entity"] == 3
+    assert {fact["source"] for fact in lines(memfile)} == {old_home.resolve().as_posix()}
+
+
+def test_the_graph_bench_measures_a_real_graph(tmp_path):
+    from vault_index.services.bench_graph import bench_graph, render
+
+    result = bench_graph(tmp_path, entities=50)
+    assert result["facts"] == 50 * 5 + 49 and result["check_problems"] == 0
+    assert result["search_top"] == result["search_expected"] == "Entity 30"
+    assert "memory graph, 299 facts" in render(result)

@@ -306,6 +306,22 @@ def test_the_lesson_refuses_every_line_break_and_control_character(tmp_path, cha
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("char", ["\u202e", "\u200b", "\U000e0049", "\ufeff", "\udcff"],
+                         ids=lambda c: f"U+{ord(c):04X}")
+def test_invisible_and_unwritable_characters_are_refused(tmp_path, char):
+    """Bidi overrides, zero-width and tag characters hide text from the person while an agent
+    reading the lesson through recall still sees it; a lone surrogate cannot be written as UTF-8."""
+    path = tmp_path / "lessons.md"
+    _add(path, 1)
+    before = path.read_bytes()
+    for field in ("lesson", "cause", "detect"):
+        texts = {"lesson": "Run the tests", "cause": "c", "detect": "d", field: f"Run{char} the tests"}
+        with pytest.raises(UsageError, match=r"U\+"):
+            lessons.add(path, texts["lesson"], texts["cause"], texts["detect"])
+    assert path.read_bytes() == before
+    assert lessons.add(path, "Ship the \U0001f468\u200d\U0001f373 fix", "c", "d")  # ZWJ inside an emoji stays
+
+
 @pytest.mark.parametrize("char", LINE_BREAKS + ["\n", "\r\n"], ids=lambda c: f"U+{ord(c[-1]):04X}")
 def test_prose_fields_given_on_several_lines_of_any_kind_are_stored_on_one(tmp_path, char):
     path = tmp_path / "lessons.md"

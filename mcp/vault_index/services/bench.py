@@ -365,7 +365,7 @@ def _load_reranker():
 
 
 def run_bench(args) -> int:
-    from vault_index.services import bench_hooks, bench_server
+    from vault_index.services import bench_graph, bench_hooks, bench_server
 
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
     sizes = list(QUICK_SIZES) if args.quick else [int(s) for s in str(args.sizes).split(",") if s.strip()]
@@ -400,6 +400,8 @@ def run_bench(args) -> int:
         result["embedder"] = _guard(bench_embedder, args, workdir, 1 if args.quick else 2)
         _say(args, "hooks: re-index on edit, context guard")
         result["hooks"] = _guard(bench_hooks.bench_hooks, args, workdir, _pct, write_vault)
+        _say(args, "memory graph")
+        result["graph"] = _guard(bench_graph.bench_graph, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result["meta"]["total_s"] = round(time.perf_counter() - started, 1)
@@ -407,7 +409,8 @@ def run_bench(args) -> int:
     if args.json:
         print(json.dumps(result, default=str))
     else:
-        print(bench_server.render(result, TARGETS) + "\n\n" + bench_hooks.render(result.get("hooks")))
+        print(bench_server.render(result, TARGETS) + "\n\n" + bench_hooks.render(result.get("hooks"))
+              + "\n\n" + bench_graph.render(result.get("graph")))
     return 0
 
 

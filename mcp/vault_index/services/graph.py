@@ -33,7 +33,7 @@ from vault_index.services.graph_rules import (  # noqa: F401 - callers use these
     SourceMissingError,
     SourceOutsideError,
     build_fact,
-    hidden_part,
+    hidden_below_roots,
     name_problem,
 )
 from vault_index.services.query import query_terms
@@ -324,8 +324,11 @@ def open_entities(path: str | Path, names: Iterable[str]) -> dict:
 # --- checking ---------------------------------------------------------------------------------
 
 
-def check_graph(path: str | Path) -> list[str]:
-    """Every problem in the memory file, one line each; empty when it is fine or does not exist."""
+def check_graph(path: str | Path, roots: Sequence[str | Path] = ()) -> list[str]:
+    """Every problem in the memory file, one line each; empty when it is fine or does not exist.
+
+    `roots` (the project folder, the registered sources): a source below one of them in a hidden
+    or secrets folder is a problem; sources elsewhere are only checked to exist."""
     path = Path(path).expanduser()
     try:
         text = _read(path)
@@ -341,7 +344,7 @@ def check_graph(path: str | Path) -> list[str]:
         source = fact["source"]
         if not Path(source).is_absolute() or not Path(source).is_file():
             problems.append(f"{where}: source {source} is not an existing file; fix the path or remove the fact")
-        elif hidden_part(Path(source)):
+        elif hidden_below_roots(Path(source), roots):
             problems.append(f"{where}: source {source} lies in a hidden or secrets folder; "
                             "point the fact at a note outside it or remove the fact")
         if "created" not in fact:

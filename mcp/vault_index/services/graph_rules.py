@@ -135,8 +135,10 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
     """The real path of a fact's source, which must be an existing file in an allowed place.
 
     With `roots`, the file must lie inside one of them (the agent's tools pass the project
-    folder and the registered sources); without, anywhere (a person at a terminal). Either way
-    no folder below the root may be hidden or named secrets.
+    folder and the registered sources) and no folder below that root may be hidden or named
+    secrets; without, anywhere (a person at a terminal), with the same rule below `base` when the
+    file lies there. Only folders below a root count: a project that itself sits in a dot folder
+    (a worktree under .claude/, ~/.local/src) is fine.
     """
     raw = check_text(item, "source", MAX_SOURCE_CHARS, where)
     path = Path(raw).expanduser()
@@ -145,7 +147,8 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
     # Why: "is not an existing file" for /etc/shadow would tell whether it exists.
     # Outcome: where a source lies is checked first, from the path alone, in the same words.
     if roots is None:
-        hidden = hidden_part(path)
+        home = _real(base)
+        hidden = path.is_relative_to(home) and hidden_part(path, home)
     else:
         inside = [root for root in map(_real, roots) if path == root or path.is_relative_to(root)]
         if not inside:
@@ -155,12 +158,22 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
     if hidden:
         raise SourceOutsideError(f"{where}: source {raw!r} lies in a hidden or secrets folder; "
                                  "name a note outside it")
-    if not path.is_file():
+    try:
+        exists = path.is_file()
+    except OSError:  # e.g. a name longer than the file system allows
+        exists = False
+    if not exists:
         raise SourceMissingError(
             f"{where}: source {raw!r} is not an existing file ({path}); every fact must name the file "
             "it comes from - write or pick that file first"
         )
     return path.as_posix()
+
+
+def hidden_below_roots(path: Path, roots: Sequence[str | Path]) -> bool:
+    """True when `path` lies in some root and, below every root holding it, in a hidden or secrets folder."""
+    inside = [root for root in map(_real, roots) if path == root or path.is_relative_to(root)]
+    return bool(inside) and all(hidden_part(path, root) for root in inside)
 
 
 def _real(root: str | Path) -> Path:

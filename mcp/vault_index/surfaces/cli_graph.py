@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from vault_index.config import project_dir
 from vault_index.services import graph as memory
 
 
@@ -65,7 +66,7 @@ def cmd_graph_import(app, args) -> int:
 
 
 def cmd_graph_check(app, args) -> int:
-    problems = memory.check_graph(args.memory_file)
+    problems = memory.check_graph(args.memory_file, [project_dir()])
     if args.json:
         print(_json({"memory_file": str(args.memory_file), "problems": problems}))
     else:
