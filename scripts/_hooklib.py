@@ -330,6 +330,13 @@ def handoff_for_session(project: Path, session_id: str) -> Path | None:
     return None
 
 
+def note_head(title: str, date: str, session_id: str, kind: str, **extra: str) -> list[str]:
+    """Frontmatter and title of a handoff note (the guard finds a session's note by session_id)."""
+    fields = [f"title: {json.dumps(title)}", f"date: {date}", f"session_id: {json.dumps(session_id or 'unknown')}",
+              f"type: {kind}", *(f"{key}: {json.dumps(value)}" for key, value in extra.items())]
+    return ["---", *fields, "---", f"# {title}", ""]
+
+
 def shown_path(path: str | Path, project: Path) -> str:
     """A path relative to the project when it is inside it (notes stay portable), else as given."""
     try:

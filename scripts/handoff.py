@@ -55,14 +55,7 @@ def render(topic: str, session_id: str, transcript: str, project: Path, today: d
     title = f"Handoff: {topic}" if topic else f"Handoff {today.isoformat()}"
     tokens = hooks.latest_context_tokens(transcript) if transcript else None
     head = [
-        "---",
-        f"title: {json.dumps(title)}",
-        f"date: {today.isoformat()}",
-        f"session_id: {json.dumps(session_id or 'unknown')}",
-        "type: handoff",
-        "---",
-        f"# {title}",
-        "",
+        *hooks.note_head(title, today.isoformat(), session_id, "handoff"),
         f"Written from session {session_id or 'unknown'}"
         + (f" at {tokens:,} tokens of context." if tokens else "."),
         "",

@@ -14,7 +14,6 @@ is asked of the agent, compaction is never blocked, and an existing file is neve
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import sys
@@ -50,15 +49,8 @@ def main() -> None:
     session8 = re.sub(r"[^A-Za-z0-9]", "", session_id)[:8] or "nosession"
     tokens = hooks.latest_context_tokens(transcript) if transcript else None
     lines = [
-        "---",
-        f"title: {json.dumps(f'Pre-compact snapshot {now:%Y-%m-%d %H:%M} UTC')}",
-        f"date: {now:%Y-%m-%d}",
-        f"session_id: {json.dumps(session_id or 'unknown')}",
-        "type: handoff-snapshot",
-        f"trigger: {json.dumps(trigger)}",
-        "---",
-        f"# Pre-compact snapshot {now:%Y-%m-%d %H:%M:%S} UTC",
-        "",
+        *hooks.note_head(f"Pre-compact snapshot {now:%Y-%m-%d %H:%M:%S} UTC", f"{now:%Y-%m-%d}", session_id,
+                         "handoff-snapshot", trigger=trigger),
         f"- trigger: {trigger}" + (f" (instructions: {instructions})" if instructions else ""),
         f"- session: {session_id or 'unknown'}",
         f"- transcript: {transcript or 'unknown'}",
