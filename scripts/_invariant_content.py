@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -96,12 +95,12 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
 
 
 def check_graph(ctx: Context) -> Result:
-    from vault_index.services import graph
+    from vault_index.services.graph import MISSING_SOURCE
 
     path = ctx.memory_file
     if not path.exists():
         return Result("graph", "ok", f"no memory graph at {path} yet (it starts empty)")
-    problems = [p for p in graph.check_graph(path, [ctx.project]) if "is not an existing file" not in p]
+    problems = [p for p in ctx.graph_report[1] if MISSING_SOURCE not in p]  # check 7 reports those
     if problems:
         return Result("graph", "fail", f"{len(problems)} problems, first: {problems[0]}",
                       f"fix or remove those lines in {path}")
@@ -109,23 +108,11 @@ def check_graph(ctx: Context) -> Result:
 
 
 def check_graph_sources(ctx: Context) -> Result:
+    from vault_index.services.graph import MISSING_SOURCE
+
     path = ctx.memory_file
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    except (OSError, UnicodeDecodeError) as exc:
-        return Result("graph-sources", "fail", f"cannot read {path}: {exc}", "check the file")
-    facts, missing = 0, []
-    for number, line in enumerate(lines, start=1):
-        try:
-            fact = json.loads(line)
-        except ValueError:
-            continue  # the graph check reports it
-        if not isinstance(fact, dict):
-            continue
-        facts += 1
-        source = str(fact.get("source") or "")
-        if not (source and Path(source).is_absolute() and Path(source).is_file()):
-            missing.append(f"line {number}: {source or '(none)'}")
+    facts, problems = ctx.graph_report if path.exists() else (0, [])
+    missing = [p for p in problems if MISSING_SOURCE in p]
     if missing:
         detail = f"{len(missing)} of {facts} facts name a missing source, first {missing[0]}"
         return Result("graph-sources", "fail", detail,

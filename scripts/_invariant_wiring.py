@@ -51,6 +51,13 @@ class Context:
     plugin_data: Path | None = None
     settings: Settings = field(default_factory=Settings.from_env)
 
+    @cached_property
+    def graph_report(self) -> tuple[int, list[str]]:
+        """(facts, problems) of the memory file, read once for the two graph checks."""
+        from vault_index.services import graph
+
+        return graph.inspect_graph(self.memory_file, [self.project])
+
     @property
     def mode(self) -> str:
         return "plugin" if self.plugin_root else "project"

@@ -179,3 +179,21 @@ def cli_env(db: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def claude_cli() -> str | None:
+    """The Claude Code CLI the bundle tests drive: $CLAUDE_CLI, else `claude` on PATH (CI: npm)."""
+    import shutil
+
+    return os.environ.get("CLAUDE_CLI") or shutil.which("claude")
+
+
+def load_setup():
+    """The repository's setup.py (a script, not a package module) loaded as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vault_index_setup", REPO / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+

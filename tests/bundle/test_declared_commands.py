@@ -11,7 +11,6 @@ Code expands them in MCP configs. Everything they write goes to a temporary proj
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from helpers import write
+from helpers import load_setup, write
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -44,20 +43,13 @@ def expand(value: str, env: dict[str, str]) -> str:
     return _VAR.sub(one, value)
 
 
-def _load_setup():
-    spec = importlib.util.spec_from_file_location("vault_setup", ROOT / "setup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def repo_wiring(tmp_path: Path) -> tuple[dict, dict]:
     """(.mcp.json, .claude/settings.json) of this checkout, or wired into a tmp copy when absent."""
     mcp_file, settings_file = ROOT / ".mcp.json", ROOT / ".claude" / "settings.json"
     if not (mcp_file.exists() and settings_file.exists()):
         where = tmp_path / "wired"
         where.mkdir()
-        _load_setup().wire(where, Path(sys.executable))
+        load_setup().wire(where, Path(sys.executable))
         mcp_file, settings_file = where / ".mcp.json", where / ".claude" / "settings.json"
     return json.loads(mcp_file.read_text()), json.loads(settings_file.read_text())
 

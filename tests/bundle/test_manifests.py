@@ -8,7 +8,6 @@ When the `claude` CLI is installed, `claude plugin validate` checks the same fil
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import re
@@ -17,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, claude_cli, load_setup
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
@@ -84,15 +83,8 @@ def test_plugin_hooks_file_is_valid():
     assert errors("hooks", _load(HOOKS)) == []
 
 
-def _load_setup_module():
-    spec = importlib.util.spec_from_file_location("vault_index_setup", REPO / "setup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_settings_hooks_written_by_setup_are_valid(tmp_path):
-    setup = _load_setup_module()
+    setup = load_setup()
     if not hasattr(setup, "wire"):
         pytest.skip("setup.py has no wire() yet")
     setup.wire(tmp_path, tmp_path / ".venv" / "bin" / "python")
@@ -234,10 +226,6 @@ def test_remote_marketplace_sources_are_accepted():
 
 
 # --- the authoritative check: Claude Code's own validator, when installed -------------------------
-
-
-def claude_cli() -> str | None:
-    return os.environ.get("CLAUDE_CLI") or shutil.which("claude")
 
 
 needs_claude = pytest.mark.skipif(

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_setup
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("vault_setup", ROOT / "setup.py")
-setup = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(setup)
+setup = load_setup()
 
 PYTHON = Path(sys.executable)
 

@@ -404,7 +404,7 @@ def test_one_line_fields_refuse_unicode_line_separators(memfile, notes, char):
 
 
 def test_the_bare_python_skip_rule_matches_the_engine_rule(tmp_path):
-    # scripts/adr.py links records on a python3 without pathspec; graph_rules then keeps its own copy
+    # scripts/adr.py links records on a python3 without pathspec: the engine's rule must import there
     from vault_index.engine.sources import is_skipped_part
 
     parts = [".x", "secrets", ".git", ".obsidian", "node_modules", "__pycache__", "notes", "Secrets", "a.b"]

@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from vault_index.errors import NotFoundError, OutsideSourcesError
 
@@ -20,7 +19,10 @@ ALWAYS_SKIPPED_DIRS = frozenset({"secrets", ".git", ".obsidian", "node_modules",
 IGNORE_FILE = ".indexignore"
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in a file's first 8 KB marks it binary, not a note
 
-_Specs = list[tuple[Path, pathspec.GitIgnoreSpec]]
+if TYPE_CHECKING:  # pathspec loads only where a folder has an ignore file: the skip rules below
+    import pathspec  # stay importable on a bare python3 (scripts/adr.py links records there)
+
+_Specs = list[tuple[Path, "pathspec.GitIgnoreSpec"]]
 
 
 def looks_binary(head: bytes) -> bool:
@@ -50,6 +52,8 @@ def _load_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
         lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 

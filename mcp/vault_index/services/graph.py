@@ -324,16 +324,26 @@ def open_entities(path: str | Path, names: Iterable[str]) -> dict:
 # --- checking ---------------------------------------------------------------------------------
 
 
+MISSING_SOURCE = "is not an existing file"
+
+
 def check_graph(path: str | Path, roots: Sequence[str | Path] = ()) -> list[str]:
     """Every problem in the memory file, one line each; empty when it is fine or does not exist.
 
     `roots` (the project folder, the registered sources): a source below one of them in a hidden
     or secrets folder is a problem; sources elsewhere are only checked to exist."""
+    return inspect_graph(path, roots)[1]
+
+
+def inspect_graph(path: str | Path, roots: Sequence[str | Path] = ()) -> tuple[int, list[str]]:
+    """(facts read, problems) in one pass: check_graph, plus the count the invariants report.
+
+    A problem about a vanished source contains MISSING_SOURCE, so callers can tell it apart."""
     path = Path(path).expanduser()
     try:
         text = _read(path)
     except GraphFileError as exc:
-        return [str(exc)]
+        return 0, [str(exc)]
     problems, facts, names = [], [], set()
     for number, raw in _lines(text):
         fact, problem = _parse_line(raw)
@@ -343,7 +353,7 @@ def check_graph(path: str | Path, roots: Sequence[str | Path] = ()) -> list[str]
             continue
         source = fact["source"]
         if not Path(source).is_absolute() or not Path(source).is_file():
-            problems.append(f"{where}: source {source} is not an existing file; fix the path or remove the fact")
+            problems.append(f"{where}: source {source} {MISSING_SOURCE}; fix the path or remove the fact")
         elif hidden_below_roots(Path(source), roots):
             problems.append(f"{where}: source {source} lies in a hidden or secrets folder; "
                             "point the fact at a note outside it or remove the fact")
@@ -359,4 +369,4 @@ def check_graph(path: str | Path, roots: Sequence[str | Path] = ()) -> list[str]
         for end in ends:
             if fact[end].casefold() not in names:
                 problems.append(f"{where}: {fact['type']} {_label(fact)!r} names an unknown entity {fact[end]!r}")
-    return problems
+    return len(facts), problems

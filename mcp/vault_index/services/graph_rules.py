@@ -11,20 +11,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from vault_index.engine.sources import is_skipped_part  # no pathspec at import: fine on a bare python3
 from vault_index.errors import VaultIndexError
 from vault_index.services.files import unsafe_char
-
-try:
-    from vault_index.engine.sources import is_skipped_part
-except ImportError:  # engine.sources needs pathspec; scripts/adr.py also runs on a bare python3
-    # Trigger: `python3 -I -S scripts/adr.py` in a checkout without the package's dependencies.
-    # Why: linking a record must not crash there; the rule is a frozenset and a prefix.
-    # Outcome: the same rule (tests/services/test_graph.py keeps the two equal).
-    _SKIPPED = frozenset({"secrets", ".git", ".obsidian", "node_modules", "__pycache__"})
-
-    def is_skipped_part(part: str) -> bool:
-        return part in _SKIPPED or part.startswith(".")
-
 
 MAX_NAME_CHARS = 200  # entity names; also the ends of a relation
 MAX_TYPE_CHARS = 100  # entityType and relationType
@@ -150,7 +139,7 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
         home = _real(base)
         hidden = path.is_relative_to(home) and hidden_part(path, home)
     else:
-        inside = [root for root in map(_real, roots) if path == root or path.is_relative_to(root)]
+        inside = _roots_holding(path, roots)
         if not inside:
             raise SourceOutsideError(f"{where}: source {raw!r} is not inside the project folder or a registered "
                                      "source; name a note there (list_sources shows the sources)")
@@ -172,8 +161,12 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
 
 def hidden_below_roots(path: Path, roots: Sequence[str | Path]) -> bool:
     """True when `path` lies in some root and, below every root holding it, in a hidden or secrets folder."""
-    inside = [root for root in map(_real, roots) if path == root or path.is_relative_to(root)]
+    inside = _roots_holding(path, roots)
     return bool(inside) and all(hidden_part(path, root) for root in inside)
+
+
+def _roots_holding(path: Path, roots: Sequence[str | Path]) -> list[Path]:
+    return [root for root in map(_real, roots) if path == root or path.is_relative_to(root)]
 
 
 def _real(root: str | Path) -> Path:
