@@ -124,7 +124,7 @@ def check_graph_sources(ctx: Context) -> Result:
 
 
 def check_golden(ctx: Context) -> Result:
-    from vault_index.services.evaluation import broken_labels
+    from vault_index.tooling.evaluation import broken_labels
 
     path = ctx.project / "eval" / "golden.jsonl"
     if not path.exists():

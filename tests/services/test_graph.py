@@ -430,7 +430,7 @@ def test_import_refuses_a_secrets_source_below_the_working_folder_only(memfile, 
 
 
 def test_the_graph_bench_measures_a_real_graph(tmp_path):
-    from vault_index.services.bench_graph import bench_graph, render
+    from vault_index.tooling.bench_graph import bench_graph, render
 
     result = bench_graph(tmp_path, entities=50)
     assert result["facts"] == 50 * 5 + 49 and result["check_problems"] == 0

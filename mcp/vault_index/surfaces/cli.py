@@ -149,13 +149,13 @@ def cmd_status(app, args) -> int:
 
 
 def cmd_eval(app, args) -> int:
-    from vault_index.services.evaluation import run_eval
+    from vault_index.tooling.evaluation import run_eval
 
     return run_eval(app, args)
 
 
 def cmd_bench(app, args) -> int:
-    from vault_index.services.bench import run_bench
+    from vault_index.tooling.bench import run_bench
 
     return run_bench(args)
 

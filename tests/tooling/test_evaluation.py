@@ -6,8 +6,8 @@ import json
 import math
 
 import pytest
-from vault_index.services import evaluation
-from vault_index.services.evaluation import Question, score_ranking
+from vault_index.tooling import evaluation
+from vault_index.tooling.evaluation import Question, score_ranking
 from vault_index.types import Hit
 
 

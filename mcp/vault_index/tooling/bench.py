@@ -365,7 +365,7 @@ def _load_reranker():
 
 
 def run_bench(args) -> int:
-    from vault_index.services import bench_graph, bench_hooks, bench_server
+    from vault_index.tooling import bench_graph, bench_hooks, bench_server
 
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
     sizes = list(QUICK_SIZES) if args.quick else [int(s) for s in str(args.sizes).split(",") if s.strip()]
