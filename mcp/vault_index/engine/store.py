@@ -85,9 +85,9 @@ class ChunkRow:
     status: str
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+def _connect(path: Path, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=busy_timeout, check_same_thread=False)
+    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA journal_size_limit = 67108864")  # 64 MB: a truncated WAL stays small
@@ -109,18 +109,18 @@ def _migrate(db: sqlite3.Connection) -> None:
                 db.execute(f"PRAGMA user_version = {number}")
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _open(path: Path, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Connect and migrate, waiting out other processes that hold the file.
 
     Switching a fresh file to WAL can answer "locked" at once, without SQLite's busy handler
     (seen with two indexers starting together), so busy errors here are retried until
-    BUSY_TIMEOUT_S has passed.
+    `busy_timeout` (BUSY_TIMEOUT_S unless the caller must not wait, as the edit hook) has passed.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    deadline = time.monotonic() + busy_timeout
     while True:
         db = None
         try:
-            db = _connect(path)
+            db = _connect(path, busy_timeout)
             _migrate(db)
             return db
         except sqlite3.DatabaseError as exc:
@@ -129,25 +129,26 @@ def _open(path: Path) -> sqlite3.Connection:
             if not _is_busy(exc):
                 raise
             if time.monotonic() > deadline:
-                raise IndexBusyError(f"index {path} stayed busy for {BUSY_TIMEOUT_S:.0f} s; try again") from exc
+                raise IndexBusyError(f"index {path} stayed busy for {busy_timeout:g} s; try again") from exc
             time.sleep(0.05)
 
 
 class Store:
     """A connection to the index file. One per process and use case; not shared across threads."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, busy_timeout: float = BUSY_TIMEOUT_S):
         self.path = Path(path)
+        self.busy_timeout = busy_timeout
         self.recovered_from: Path | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = _open(self.path)
+            self.db = _open(self.path, busy_timeout)
         except sqlite3.DatabaseError:
             # Trigger: the file exists but is not a readable index (truncated, overwritten).
             # Why: the index is derived data; the notes are the record.
             # Outcome: keep the bad file for inspection and start a fresh index.
             self.recovered_from = self._move_aside()
-            self.db = _open(self.path)
+            self.db = _open(self.path, busy_timeout)
 
     def _move_aside(self) -> Path:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -173,7 +174,7 @@ class Store:
             if _is_busy(exc):
                 raise IndexBusyError(
                     f"index {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_S:.0f} s; try again when it has finished"
+                    f"{self.busy_timeout:g} s; try again when it has finished"
                 ) from exc
             raise
 
