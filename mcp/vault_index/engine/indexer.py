@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,7 +21,7 @@ from vault_index.engine.models import Models
 from vault_index.engine.parse import parse_note
 from vault_index.engine.sources import check_source_path, is_note_path, looks_binary, source_of, walk_notes
 from vault_index.engine.store import Store
-from vault_index.errors import NotFoundError
+from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.types import SyncReport
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -80,7 +81,7 @@ def sync(
         known = store.file_paths(source_id)
         for done, path in enumerate(files, start=1):
             report.scanned += 1
-            _sync_file(store, source_id, path, report, count, max_tokens)
+            _guarded_sync_file(store, source_id, path, report, count, max_tokens)
             if progress:
                 progress("scan", done, len(files))
         for folder in unreadable:
@@ -101,6 +102,26 @@ def sync(
         store.checkpoint()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _guarded_sync_file(store: Store, source_id: int, path: Path, report: SyncReport, count, max_tokens: int) -> None:
+    """_sync_file, with any failure of this one file reported instead of ending the sync.
+
+    Trigger: an exception nobody foresaw in reading, parsing or chunking one note.
+    Why: a sync of thousands of notes stopped at the first odd one, and every note after it
+    was never indexed. Outcome: the file is a reported problem (its old rows, if any, stay);
+    the sync goes on. Index-level failures (busy, read-only, a damaged database) still end it:
+    they would fail every other file too.
+    """
+    try:
+        _sync_file(store, source_id, path, report, count, max_tokens)
+    except (VaultIndexError, sqlite3.DatabaseError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one file's failure becomes its problem line
+        detail = " ".join(str(exc).split())[:200] or "no detail"
+        message = f"skipped: could not be indexed ({type(exc).__name__}: {detail}); the rest of the sync went on"
+        report.problems.append((str(path), message))
+        store.record_problem(str(path), message)
 
 
 def _sync_file(store: Store, source_id: int, path: Path, report: SyncReport, count, max_tokens: int) -> None:
@@ -170,7 +191,7 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
     embedder = models.embedder()
     count = embedder.count_tokens if embedder else approximate_tokens
     if key.exists():
-        _sync_file(store, source_id, key, report, count, embedder.max_tokens if embedder else 512)
+        _guarded_sync_file(store, source_id, key, report, count, embedder.max_tokens if embedder else 512)
     elif store.file_state(str(key)):
         store.delete_file(str(key))
         report.removed += 1
