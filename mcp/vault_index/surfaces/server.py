@@ -24,6 +24,7 @@ from vault_index.services import graph as memory
 from vault_index.services import recall as recollection
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.surfaces import tool_errors
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -232,6 +233,14 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
                 return fn(*args)
             except VaultIndexError as exc:
                 raise ToolError(str(exc)) from exc
+            except Exception as exc:  # noqa: BLE001 - becomes a message that names tool, input, next step
+                # Trigger: a failure that is not one of ours (the SDK would send only "Error
+                # executing tool X"). Why: the agent must learn what failed and what to try.
+                # Outcome: the calling tool's name and arguments in the message (every tool
+                # calls `call` directly); the traceback on stderr only.
+                tool, inputs = tool_errors.calling_tool()
+                tool_errors.log_failure(tool, exc)
+                raise ToolError(tool_errors.unexpected_failure(tool, inputs, exc)) from exc
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
