@@ -142,7 +142,7 @@ def _is_junction(path: Path) -> bool:
 
 def _check_opened(real: Path, info: os.stat_result) -> None:
     if not stat.S_ISREG(info.st_mode):
-        raise OutsideSourcesError(f"{real} is not a regular file (a FIFO, device or socket); it is never read")
+        raise OutsideSourcesError(f"{real} is not a regular file (a folder, FIFO, device or socket); it is never read")
     if info.st_nlink > 1:
         raise OutsideSourcesError(
             f"{real} has {info.st_nlink} hard links; vault-index reads only files with one link "
@@ -154,7 +154,7 @@ def _refusal(real: Path, exc: OSError) -> Exception:
     if exc.errno in _LINK_ERRNOS:
         return OutsideSourcesError(f"{real} or a folder on its way is a symbolic link here; it is never followed")
     if exc.errno == errno.EINVAL:
-        return OutsideSourcesError(f"{real} is not a regular file (a FIFO, device or socket); it is never read")
+        return OutsideSourcesError(f"{real} is not a regular file (a folder, FIFO, device or socket); it is never read")
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # ENOTDIR too: a folder swapped for a link
         return NotFoundError(f"{real} is not there (any more), or a folder on its way is not a real folder")
     return exc

@@ -249,7 +249,7 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
     def index(paths: list[str] | None):
         if not indexer:
             indexer.append(App.open(app.settings, models=app.models))
-        return indexer[0].index(paths)
+        return indexer[0].index(paths, by_agent=True)  # what an agent may add: services/boundaries.py
 
     server = MCPServer("vault-index", version=__version__, instructions=instructions(app.status(), memory_file))
 
