@@ -20,7 +20,14 @@ from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
 from vault_index.engine.parse import parse_note
-from vault_index.engine.sources import check_source_path, is_note_path, looks_binary, source_of, walk_notes
+from vault_index.engine.sources import (
+    check_source_path,
+    is_note_path,
+    looks_binary,
+    real_path,
+    source_of,
+    walk_notes,
+)
 from vault_index.engine.store import Store
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.types import SyncReport
@@ -84,7 +91,7 @@ def sync(
             report.problems.append((str(root), "source folder is missing; `vault-index remove` it"))
             continue
         unreadable: list[Path] = []
-        real_root = Path(os.path.realpath(root))
+        real_root = Path(real_path(root))
         files = [root] if root.is_file() else list(walk_notes(root, unreadable))
         known = store.file_paths(source_id)
         for done, path in enumerate(files, start=1):
@@ -199,13 +206,13 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
         return None
     key, root = found
     source_id = next(i for i, r in sources if r == str(root))
-    if root.is_dir() and not is_note_path(Path(os.path.realpath(key)), Path(os.path.realpath(root))):
+    if root.is_dir() and not is_note_path(key, Path(real_path(root))):  # key: source_of's real path
         return None
     report = SyncReport()
     embedder = models.embedder()
     count = embedder.count_tokens if embedder else approximate_tokens
     if key.exists():
-        real_root = Path(os.path.realpath(root))
+        real_root = Path(real_path(root))
         _guarded_sync_file(store, source_id, real_root, key, report, count, embedder.max_tokens if embedder else 512)
     elif store.file_state(str(key)):
         store.delete_file(str(key))

@@ -29,6 +29,27 @@ if TYPE_CHECKING:  # pathspec loads only where a folder has an ignore file: the 
 _Specs = list[tuple[Path, "pathspec.GitIgnoreSpec"]]
 
 
+REALPATH_TRIES = 3  # a path swapped between lstat and readlink makes realpath fail; it settles fast
+
+
+def real_path(path: str | os.PathLike) -> str:
+    """os.path.realpath that survives a path being swapped while it is resolved.
+
+    Trigger: realpath lstat()s a name, sees a link, then readlink() fails (EINVAL, ENOENT) when
+    the link was replaced by a file meanwhile. Why: that race raised a raw OSError out of
+    get_note and the edit hook. Outcome: retried a few times, then NotFoundError.
+    """
+    for _ in range(REALPATH_TRIES - 1):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise NotFoundError(f"{path} changed while it was being looked up; try again") from exc
+
+
 def looks_binary(head: bytes) -> bool:
     """`head`: the file's first bytes (at least BINARY_SNIFF_BYTES where the file has them)."""
     return b"\x00" in head[:BINARY_SNIFF_BYTES]
@@ -146,7 +167,10 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
     specs: _Specs = []
 
     def visit(directory: Path) -> Iterator[Path]:
-        real = os.path.realpath(directory)
+        try:
+            real = real_path(directory)
+        except NotFoundError:  # swapped while we looked: the next sync sees what settles
+            return
         if real in seen_dirs or not _inside(Path(real), root):
             return
         seen_dirs.add(real)
@@ -174,7 +198,10 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
             elif is_file and path.suffix.lower() in NOTE_SUFFIXES and not _ignored(path, False, specs):
                 # A plain file's real path is its real folder's plus its name: no realpath call
                 # (a syscall per path component; it tripled the no-change re-sync at 100k notes).
-                real_file = os.path.realpath(path) if entry.is_symlink() else os.path.join(real, entry.name)
+                try:
+                    real_file = real_path(path) if entry.is_symlink() else os.path.join(real, entry.name)
+                except NotFoundError:
+                    continue
                 if real_file in seen_files or not _inside(Path(real_file), root):
                     continue
                 seen_files.add(real_file)
@@ -199,10 +226,10 @@ def source_of(path: str, roots: list[str]) -> tuple[Path, Path] | None:
     The real path is the key the folder walk gives the note, so an edit reported through a
     linked folder updates the same row.
     """
-    real = Path(os.path.realpath(path))
+    real = Path(real_path(path))
     for root in roots:
         root_path = Path(root)
-        if _inside(real, Path(os.path.realpath(root))):
+        if _inside(real, Path(real_path(root))):
             return real, root_path
     return None
 
@@ -219,9 +246,9 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
     candidates = [Path(path)] if os.path.isabs(path) else [Path(r) / path for r in roots]
     first_inside: Path | None = None  # a relative path is looked up in every source, in order
     for candidate in candidates:
-        real = Path(os.path.realpath(candidate))
+        real = Path(real_path(candidate))
         for root in roots:
-            root_real = Path(os.path.realpath(root))
+            root_real = Path(real_path(root))
             if root_real.is_file():
                 if real == root_real:
                     return real
