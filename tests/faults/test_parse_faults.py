@@ -110,6 +110,7 @@ async def _calls(server, steps):
 def test_index_paths_over_mcp_reports_bad_notes_and_a_crash_names_tool_input_and_next_step(
     bad_vault, open_app, tmp_path, monkeypatch, capsys
 ):
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))  # an agent may index inside the project
     app = open_app()
     server = build_server(app, tmp_path / "memory.jsonl")
     seen = anyio.run(_calls, server, [("index", "index_paths", {"paths": [str(bad_vault)]})])
