@@ -14,7 +14,7 @@ from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
 from vault_index.engine import indexer
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
-from vault_index.engine.sources import looks_binary, resolve_inside, source_of
+from vault_index.engine.sources import looks_binary, real_path, resolve_inside
 from vault_index.engine.store import BUSY_TIMEOUT_S, Store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services.boundaries import agent_sources
@@ -143,11 +143,12 @@ def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
     Trigger: the whole file is read, so a window answer needs a cap. Why: a 400 MB one-line file
     was read whole under the server's lock. Outcome: MAX_FILE_BYTES, the indexing cap, bounds it.
     """
-    found = source_of(str(real), roots)
-    if found is None:
+    # The source is found from `real` as checked, never by resolving it again (that was the gap).
+    root = next((r for r in map(Path, map(real_path, roots)) if real == r or r in real.parents), None)
+    if root is None:
         raise NotFoundError(f"{asked} is not a file in the index sources")
     try:
-        raw, info = read_note(Path(os.path.realpath(found[1])), real, MAX_FILE_BYTES)
+        raw, info = read_note(root, real, MAX_FILE_BYTES)
     except OSError as exc:
         raise NotFoundError(f"{asked} cannot be read ({exc.strerror or exc})") from exc
     if raw is None:
