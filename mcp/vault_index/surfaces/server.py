@@ -397,7 +397,11 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> N
             from vault_index.services.watch import start_in_background
 
             _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
-        server.run("stdio")
+        import anyio
+
+        from vault_index.surfaces import stdio_guard
+
+        anyio.run(stdio_guard.serve, server)  # the SDK's stdio transport, behind the guard
     finally:
         if stop is not None:
             stop.set()
