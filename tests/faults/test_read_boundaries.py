@@ -170,6 +170,22 @@ def test_open_note_refuses_links_on_the_way_and_outside_paths(setup):
         os.close(fd)
 
 
+def test_the_fallback_without_dir_fd_refuses_links_fifos_and_swapped_files(setup, monkeypatch):
+    """Windows has no dir_fd or O_NOFOLLOW: the by-name open must still refuse what the walk does."""
+    from vault_index.engine import fileio
+
+    vault, outside = setup
+    monkeypatch.setattr(fileio, "_WALK", False)
+    os.symlink(outside, vault / "linked.md")
+    os.mkfifo(vault / "pipe.md")
+    os.link(vault / "a-first.md", vault / "second-name.md")
+    assert read_note(vault, vault / "z-last.md", 1000)[0].startswith(b"# Last")
+    for name, why in (("linked.md", "symbolic link"), ("pipe.md", "not a regular file"),
+                      ("second-name.md", "hard links")):
+        with pytest.raises(OutsideSourcesError, match=why):
+            read_note(vault, vault / name, 1000)
+
+
 # --- secrets in any letter case ----------------------------------------------------------------
 
 
