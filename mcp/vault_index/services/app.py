@@ -7,7 +7,7 @@ engine pieces on its own.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
@@ -71,7 +71,15 @@ class App:
 
     def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
                filters: Filters | None = None, explain: bool = False) -> SearchResult:
-        return self.searcher.search(query, mode, limit, filters, explain)
+        result = self.searcher.search(query, mode, limit, filters, explain)
+        notices = self.index_notices()
+        return replace(result, notices=(*notices, *result.notices)) if notices else result
+
+    def index_notices(self) -> list[str]:
+        """What the person must know about the index itself: rebuilt after damage, read-only."""
+        notices = list(self.store.notices)
+        rebuilt = self.store.recovery_notice()
+        return notices + [rebuilt] if rebuilt else notices
 
     def sources(self) -> list[dict]:
         return self.store.source_stats()
@@ -133,6 +141,7 @@ class App:
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "problems": [{"path": p, "message": m} for p, m in self.store.problems()],
             "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
+            "read_only": self.store.read_only, "notices": self.index_notices(),
         }
 
 
