@@ -389,7 +389,13 @@ def _exit_on_interrupt() -> None:
 
 def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> None:
     _exit_on_interrupt()
-    app = App.open()
+    try:
+        app = App.open()
+    except VaultIndexError as exc:  # an index that cannot be opened at all: say why, no traceback
+        import sys
+
+        print(f"vault-index: the server cannot start: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
     stop = None
     try:
         server = build_server(app, memory_file)
