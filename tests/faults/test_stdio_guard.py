@@ -129,6 +129,7 @@ def test_a_real_server_answers_every_malformed_and_valid_request_and_keeps_servi
     assert len(null_answers) == nulls_expected
     assert all(a["error"]["code"] in (-32700, -32600) for a in null_answers)
     assert "result" in got[99_999]
+    print(f"server RSS before the stream {rss_before} kB, after {rss_after} kB")  # shown with -s
     assert rss_after - rss_before < RSS_GROWTH_BOUND_KB, (rss_before, rss_after)
 
 

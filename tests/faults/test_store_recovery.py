@@ -89,6 +89,20 @@ def test_a_damaged_index_is_moved_aside_rebuilt_with_its_sources_and_the_next_sy
     assert hits == [str(vault / "bike.md")] and notices == []
 
 
+def test_two_processes_that_find_the_same_damage_rebuild_once(indexed):
+    env, db, vault = indexed
+    _damage_pages(db)
+    runs = [subprocess.Popen([CLI, "index", "-s"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outcomes = [(run.wait(timeout=TIMEOUT_S), run.stderr.read()) for run in runs]
+    for code, stderr in outcomes:
+        assert "Traceback" not in stderr and code in (0, 9), stderr  # 9: it met the damage mid-run
+    assert len([p for p in db.parent.glob("index.db.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]) == 1
+    assert _sources(env) == [str(vault)]
+    assert _cli(env, "index", "-s").returncode == 0
+    assert _hits(env)[0] == [str(vault / "bike.md")]
+
+
 def test_damage_found_after_open_rebuilds_at_once_and_says_so(indexed):
     env, db, vault = indexed
     store = Store(db)  # checks the file and remembers it was clean

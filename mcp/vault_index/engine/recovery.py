@@ -138,6 +138,35 @@ def recoverable_sources(db_path: Path) -> list[str]:
     return list(found)
 
 
+REBUILD_LOCK_WAIT_S = 60.0  # a rebuild moves three files and creates an empty index: well under a second
+
+
+def rebuild_lock(db_path: Path):
+    """One process at a time moves a damaged index aside (filelock: portable, maintained)."""
+    from filelock import FileLock
+
+    return FileLock(str(db_path) + ".rebuild.lock", timeout=REBUILD_LOCK_WAIT_S)
+
+
+def still_damaged(db_path: Path, timeout: float) -> bool:
+    """Re-check under the rebuild lock: another process may have rebuilt the index meanwhile.
+
+    Without this, the second of two processes that found the same damage moved the first one's
+    fresh index aside while the first went on writing into it.
+    """
+    try:
+        db = sqlite3.connect(str(db_path), timeout=timeout, check_same_thread=False)
+    except sqlite3.Error:
+        return True
+    try:
+        rows = db.execute("PRAGMA quick_check").fetchall()
+        return rows != [("ok",)]
+    except sqlite3.DatabaseError as exc:
+        return is_damage(exc)
+    finally:
+        db.close()
+
+
 def rebuilt_notice(db_path: Path, old: object, why: str, sources: int, at: str | None = None) -> str:
     when = f" at {at}" if at else ""
     return (f"the index at {db_path} was damaged ({why}) and rebuilt{when}; the old file is at {old}. "

@@ -232,26 +232,38 @@ class Store:
 
     def _rebuild(self, damage: sqlite3.DatabaseError) -> sqlite3.Connection:
         """Move the damaged file aside, create a fresh index and register the old sources in it."""
-        sources = recovery.recoverable_sources(self.path)
         try:
-            self.recovered_from = self._move_aside()
-        except OSError as exc:
+            return self._rebuild_locked(damage)
+        except OSError as exc:  # the lock file beside the index cannot be made or taken
             raise IndexUnavailableError(
-                f"the index at {self.path} is damaged ({damage}) and cannot be moved aside "
-                f"({exc.strerror or exc}); delete it or fix the folder's permissions, then run `vault-index index`"
+                f"the index at {self.path} is damaged ({damage}) and could not be rebuilt ({exc}); "
+                "delete it, then run `vault-index index`"
             ) from exc
-        db = _open(self.path, self.busy_timeout)
-        with db:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)",
-                           [(source, time.time()) for source in sources])
-            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
-                "from": str(self.recovered_from), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
-                "why": str(damage), "sources": len(sources)}),))
-            # a generation no cache of the old file can hold (caches key on it; see generation())
-            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
-                       (str(time.time_ns() // 1000),))
-        recovery.save_sources(self.path, sources)
+
+    def _rebuild_locked(self, damage: sqlite3.DatabaseError) -> sqlite3.Connection:
+        with recovery.rebuild_lock(self.path):
+            if self.path.exists() and not recovery.still_damaged(self.path, self.busy_timeout):
+                return _open(self.path, self.busy_timeout)  # another process rebuilt it just now
+            sources = recovery.recoverable_sources(self.path)
+            try:
+                self.recovered_from = self._move_aside()
+            except OSError as exc:
+                raise IndexUnavailableError(
+                    f"the index at {self.path} is damaged ({damage}) and cannot be moved aside "
+                    f"({exc.strerror or exc}); delete it or fix the folder's permissions, then run `vault-index index`"
+                ) from exc
+            db = _open(self.path, self.busy_timeout)
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)",
+                               [(source, time.time()) for source in sources])
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
+                    "from": str(self.recovered_from), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                    "why": str(damage), "sources": len(sources)}),))
+                # a generation no cache of the old file can hold (caches key on it; see generation())
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
+                           (str(time.time_ns() // 1000),))
+            recovery.save_sources(self.path, sources)
         self.notices.append(recovery.rebuilt_notice(self.path, self.recovered_from, str(damage), len(sources)))
         return db
 
