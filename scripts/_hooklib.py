@@ -250,22 +250,23 @@ def context_tokens(records: list[dict]) -> int | None:
     return latest
 
 
-# A key in the record itself: inside a JSON string the same text has its quotes escaped (\"usage\"),
-# so a tool result that merely mentions usage or compaction is never parsed.
-_USAGE_KEY = re.compile(rb'(?<!\\)"usage"\s*:\s*\{')
+# Keys of the record itself, found by plain byte search (memchr-fast). Inside a JSON string every
+# quote is escaped, so `usage":` (a quote right after the word) never occurs in quoted text: a
+# tool result that mentions usage or compaction (\"usage\": ...) is never parsed. Both the compact
+# (`"usage":{`) and the spaced (`"usage": {`) serialisations match.
+_USAGE_KEY = b'"usage":'
+_COMPACTION_KEYS = (b'compact_boundary"', b'"isCompactSummary":')
 # Claude Code writes isSidechain as a record's second key (after parentUuid): looked for in the
 # head only, so a tool input that carries the same key further on cannot hide a main-chain line.
 RECORD_HEAD_BYTES = 160
-_SIDECHAIN_KEY = re.compile(rb'(?<!\\)"isSidechain"\s*:\s*true')
-_COMPACTION_KEY = re.compile(rb'(?<!\\)"(?:subtype"\s*:\s*"compact_boundary|isCompactSummary"\s*:\s*true)')
+_SIDECHAIN_KEYS = (b'"isSidechain":true', b'"isSidechain": true')
 SCAN_BLOCK_BYTES = 1024 * 1024
 STRADDLE_BYTES = 64  # a key cut by a block boundary is found in this much of either side
 
 
 def _marked(data: bytes) -> bool:
     """Whether `data` holds a usage or compaction key of a record (not text quoted in one)."""
-    return (b'"usage"' in data and _USAGE_KEY.search(data) is not None) or (
-        b"ompact" in data and _COMPACTION_KEY.search(data) is not None)
+    return _USAGE_KEY in data or any(key in data for key in _COMPACTION_KEYS)
 
 
 def _lines_backwards(path: Path, max_bytes: int) -> Iterator[bytes]:
@@ -313,11 +314,11 @@ def latest_context_tokens(path: str | Path) -> int | None:
     """
     try:
         for raw in _lines_backwards(Path(path), MAX_TAIL_BYTES):
-            if b"ompact" in raw and _COMPACTION_KEY.search(raw):
+            if any(key in raw for key in _COMPACTION_KEYS):
                 record = _parse(raw)
                 if record is not None and is_compaction(record):
                     return 0
-            if b'"usage"' not in raw or not _USAGE_KEY.search(raw) or _SIDECHAIN_KEY.search(raw, 0, RECORD_HEAD_BYTES):
+            if _USAGE_KEY not in raw or any(key in raw[:RECORD_HEAD_BYTES] for key in _SIDECHAIN_KEYS):
                 continue  # subagents' lines (often most of a long tail) are skipped unparsed
             record = _parse(raw)
             tokens = context_of(record) if record is not None else None
