@@ -16,8 +16,11 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
+
+from vault_index.errors import IndexUnavailableError
 
 SOURCES_SUFFIX = ".sources.json"
 # quick_check reads every page (about 2 ms per MB here): its verdict is remembered against the
@@ -41,8 +44,8 @@ def is_read_only(exc: BaseException) -> bool:
     return (code is not None and code & 0xFF == _SQLITE_READONLY) or "readonly" in str(exc).lower()
 
 
-def why_read_only(db_path: Path, cause: BaseException) -> str:
-    """The reason in the person's terms: a read-only mount, file or folder, else SQLite's words."""
+def unwritable_part(db_path: Path) -> str | None:
+    """Why an index that opened cannot be written: a read-only mount, file, -wal or -shm file."""
     try:
         if os.statvfs(db_path.parent).f_flag & os.ST_RDONLY:
             return f"{db_path.parent} is on a read-only file system"
@@ -50,20 +53,21 @@ def why_read_only(db_path: Path, cause: BaseException) -> str:
         pass
     if db_path.exists() and not os.access(db_path, os.W_OK):
         return f"{db_path} is not writable"
-    if not os.access(db_path.parent, os.W_OK):
-        return f"its folder {db_path.parent} is not writable"
-    return str(cause)
-
-
-def unwritable_part(db_path: Path) -> str | None:
-    """Why an index that opened cannot be written, if the file or its -wal/-shm say so."""
-    if not os.access(db_path, os.W_OK):
-        return why_read_only(db_path, PermissionError(f"{db_path} is not writable"))
     for suffix in ("-wal", "-shm"):
         part = Path(str(db_path) + suffix)
         if os.path.lexists(part) and (not part.is_file() or not os.access(part, os.R_OK | os.W_OK)):
             return f"{part} cannot be opened for reading and writing"
     return None
+
+
+def why_read_only(db_path: Path, cause: BaseException) -> str:
+    """The reason in the person's terms; SQLite's own words when nothing on disk explains it."""
+    found = unwritable_part(db_path)
+    if found:
+        return found
+    if not os.access(db_path.parent, os.W_OK):
+        return f"its folder {db_path.parent} is not writable"
+    return str(cause)
 
 
 def read_only_message(db_path: Path, reason: str) -> str:
@@ -165,6 +169,87 @@ def still_damaged(db_path: Path, timeout: float) -> bool:
         return is_damage(exc)
     finally:
         db.close()
+
+
+def open_read_only(db_path: Path, cause: sqlite3.DatabaseError, timeout: float,
+                   schema_version: int) -> tuple[sqlite3.Connection, str]:
+    """(connection, why it is read-only) for an index that cannot be opened for writing.
+
+    mode=ro first; where SQLite cannot even create the WAL's shared-memory file (a read-only
+    folder or mount), immutable=1: nothing can write there, so nothing changes under us.
+    """
+    failure: Exception = cause
+    for flag in ("mode=ro", "immutable=1"):
+        db = None
+        try:
+            db = connect_read_only(db_path, flag, timeout)
+            if db.execute("PRAGMA user_version").fetchone()[0] < schema_version:
+                db.close()
+                raise IndexUnavailableError(
+                    f"the index at {db_path} is read-only and from an older version; "
+                    "open it once with write access (`vault-index status`) to upgrade it"
+                )
+            quick_check(db, db_path, remember=False)
+        except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
+            if is_damage(exc):
+                raise IndexUnavailableError(
+                    f"the index at {db_path} is damaged ({exc}) and cannot be replaced ({cause}); "
+                    "delete it or make its folder writable, then run `vault-index index`"
+                ) from exc
+            failure = exc
+            continue
+        return db, why_read_only(db_path, cause)
+    raise IndexUnavailableError(
+        f"the index at {db_path} cannot be opened ({cause}; read-only: {failure}). Nothing was moved "
+        f"or deleted: check the permissions of {db_path.parent} and of the index and its -wal/-shm files"
+    ) from cause
+
+
+def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
+            open_fresh: Callable[[], sqlite3.Connection]) -> tuple[sqlite3.Connection, Path | None, int]:
+    """(fresh connection, where the damaged file went, sources kept); None: another process rebuilt it."""
+    try:
+        with rebuild_lock(db_path):
+            if db_path.exists() and not still_damaged(db_path, REBUILD_LOCK_WAIT_S):
+                return open_fresh(), None, 0
+            sources = recoverable_sources(db_path)
+            try:
+                moved_to = _move_aside(db_path)
+            except OSError as exc:
+                raise IndexUnavailableError(
+                    f"the index at {db_path} is damaged ({damage}) and cannot be moved aside "
+                    f"({exc.strerror or exc}); delete it or fix the folder's permissions, then run `vault-index index`"
+                ) from exc
+            db = open_fresh()
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)",
+                               [(source, time.time()) for source in sources])
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
+                    "from": str(moved_to), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                    "why": str(damage), "sources": len(sources)}),))
+                # a generation no cache of the old file can hold (caches key on the generation)
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
+                           (str(time.time_ns() // 1000),))
+            save_sources(db_path, sources)
+            return db, moved_to, len(sources)
+    except OSError as exc:  # the lock file beside the index cannot be made or taken
+        raise IndexUnavailableError(
+            f"the index at {db_path} is damaged ({damage}) and could not be rebuilt ({exc}); "
+            "delete it, then run `vault-index index`"
+        ) from exc
+
+
+def _move_aside(db_path: Path) -> Path:
+    """Rename the file and its -wal/-shm to `<db>.corrupt-<time>`; kept for inspection."""
+    target = db_path.with_name(f"{db_path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(str(db_path) + suffix)
+        if part.exists():
+            part.rename(Path(str(target) + suffix))
+    return target
 
 
 def rebuilt_notice(db_path: Path, old: object, why: str, sources: int, at: str | None = None) -> str:

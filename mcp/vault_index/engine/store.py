@@ -1,7 +1,8 @@
 """The SQLite index: one file (WAL), FTS5 for keywords, vectors as blobs keyed by content hash.
 
-Everything here is derived from the notes and can be rebuilt: a file that is not a database is
-moved aside and a fresh index is created, never "repaired" in place.
+Everything here is derived from the notes and can be rebuilt: a damaged index is moved aside and
+a fresh one made with the same sources, never "repaired" in place; an index that cannot be
+written is opened read-only (engine/recovery.py, docs/adr/0009-index-recovery.md).
 """
 
 from __future__ import annotations
@@ -197,74 +198,16 @@ class Store:
                             "indexing and removing sources do not")
 
     def _connect_read_only(self, cause: sqlite3.DatabaseError) -> sqlite3.Connection:
-        """The index as it is, for reading, when it cannot be opened for writing.
-
-        mode=ro first; where SQLite cannot even create the WAL's shared-memory file (a read-only
-        folder or mount), immutable=1: nothing can write there, so nothing changes under us.
-        """
-        failure: Exception = cause
-        for flag in ("mode=ro", "immutable=1"):
-            db = None
-            try:
-                db = recovery.connect_read_only(self.path, flag, self.busy_timeout)
-                if db.execute("PRAGMA user_version").fetchone()[0] < len(MIGRATIONS):
-                    raise IndexUnavailableError(
-                        f"the index at {self.path} is read-only and from an older version; "
-                        "open it once with write access (`vault-index status`) to upgrade it"
-                    )
-                recovery.quick_check(db, self.path, remember=False)
-            except sqlite3.DatabaseError as exc:
-                if db is not None:
-                    db.close()
-                if recovery.is_damage(exc):
-                    raise IndexUnavailableError(
-                        f"the index at {self.path} is damaged ({exc}) and cannot be replaced ({cause}); "
-                        "delete it or make its folder writable, then run `vault-index index`"
-                    ) from exc
-                failure = exc
-                continue
-            self._mark_read_only(recovery.why_read_only(self.path, cause))
-            return db
-        raise IndexUnavailableError(
-            f"the index at {self.path} cannot be opened ({cause}; read-only: {failure}). Nothing was moved "
-            f"or deleted: check the permissions of {self.path.parent} and of the index and its -wal/-shm files"
-        ) from cause
+        db, reason = recovery.open_read_only(self.path, cause, self.busy_timeout, len(MIGRATIONS))
+        self._mark_read_only(reason)
+        return db
 
     def _rebuild(self, damage: sqlite3.DatabaseError) -> sqlite3.Connection:
         """Move the damaged file aside, create a fresh index and register the old sources in it."""
-        try:
-            return self._rebuild_locked(damage)
-        except OSError as exc:  # the lock file beside the index cannot be made or taken
-            raise IndexUnavailableError(
-                f"the index at {self.path} is damaged ({damage}) and could not be rebuilt ({exc}); "
-                "delete it, then run `vault-index index`"
-            ) from exc
-
-    def _rebuild_locked(self, damage: sqlite3.DatabaseError) -> sqlite3.Connection:
-        with recovery.rebuild_lock(self.path):
-            if self.path.exists() and not recovery.still_damaged(self.path, self.busy_timeout):
-                return _open(self.path, self.busy_timeout)  # another process rebuilt it just now
-            sources = recovery.recoverable_sources(self.path)
-            try:
-                self.recovered_from = self._move_aside()
-            except OSError as exc:
-                raise IndexUnavailableError(
-                    f"the index at {self.path} is damaged ({damage}) and cannot be moved aside "
-                    f"({exc.strerror or exc}); delete it or fix the folder's permissions, then run `vault-index index`"
-                ) from exc
-            db = _open(self.path, self.busy_timeout)
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)",
-                               [(source, time.time()) for source in sources])
-                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
-                    "from": str(self.recovered_from), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
-                    "why": str(damage), "sources": len(sources)}),))
-                # a generation no cache of the old file can hold (caches key on it; see generation())
-                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
-                           (str(time.time_ns() // 1000),))
-            recovery.save_sources(self.path, sources)
-        self.notices.append(recovery.rebuilt_notice(self.path, self.recovered_from, str(damage), len(sources)))
+        db, moved_to, sources = recovery.rebuild(self.path, damage, lambda: _open(self.path, self.busy_timeout))
+        if moved_to is not None:  # None: another process had rebuilt it just now
+            self.recovered_from = moved_to
+            self.notices.append(recovery.rebuilt_notice(self.path, moved_to, str(damage), sources))
         return db
 
     def recover_now(self, damage: sqlite3.DatabaseError) -> None:
@@ -287,15 +230,6 @@ class Store:
             return recovery.rebuilt_notice(self.path, info["from"], info["why"], info["sources"], info["at"])
         except (ValueError, KeyError, TypeError):
             return None
-
-    def _move_aside(self) -> Path:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            part = Path(str(self.path) + suffix)
-            if part.exists():
-                part.rename(Path(str(target) + suffix))
-        return target
 
     def close(self) -> None:
         self.db.close()
