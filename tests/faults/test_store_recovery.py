@@ -154,6 +154,8 @@ def test_a_read_only_folder_serves_search_and_refuses_writes_clearly(indexed):
         assert hits == [str(vault / "bike.md")]
         assert any("read-only" in n for n in notices), notices
         assert _sources(env, wrap) == [str(vault)]
+        status = _cli(env, "status", "--json", wrap=wrap)
+        assert status.returncode == 0 and json.loads(status.stdout)["read_only"], status.stderr
         refused = _cli(env, "index", str(vault), wrap=wrap)
         assert refused.returncode == 7 and f"the index at {db} is read-only" in refused.stderr, refused.stderr
         removed = _cli(env, "remove", str(vault), wrap=wrap)
