@@ -110,6 +110,13 @@ def quick_check(db: sqlite3.Connection, db_path: Path, remember: bool = True) ->
         _write_atomic(marker, json.dumps(identity))
 
 
+def remember_checked(db_path: Path) -> None:
+    """Record the file as checked as it is now (after writes made through SQLite only)."""
+    identity = _identity(db_path)
+    if identity is not None:
+        _write_atomic(Path(str(db_path) + CHECKED_SUFFIX), json.dumps(identity))
+
+
 def sources_file(db_path: Path) -> Path:
     return Path(str(db_path) + SOURCES_SUFFIX)
 

@@ -233,6 +233,11 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        if not self.read_only:
+            # Trigger: closing checkpoints the WAL into the file, which changes its mtime. Why:
+            # the next open (the edit hook's, on every edit) would pay a full quick_check again.
+            # Outcome: the file was checked at open and only SQLite wrote to it since: still clean.
+            recovery.remember_checked(self.path)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
