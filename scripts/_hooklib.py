@@ -58,7 +58,7 @@ def read_payload() -> dict:
         return {}
     try:
         data = json.loads(raw.decode("utf-8", errors="replace")) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -15,10 +15,16 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
-from helpers import CLI, cli_env
+from helpers import CLI, cli_env, make_settings
+from vault_index.engine.models import Models
 from vault_index.engine.store import Store
 from vault_index.errors import IndexRebuiltError
+from vault_index.services.app import App
+from vault_index.surfaces.server import build_server
+
+from mcp import Client
 
 TIMEOUT_S = 60
 WORD = "derailleur"  # in the conftest vault's bike.md
@@ -228,3 +234,52 @@ def test_the_sources_file_follows_every_change(tmp_path, vault):
     finally:
         store.close()
     assert sqlite3.connect(db).execute("PRAGMA quick_check").fetchone() == ("ok",)
+
+
+def _lock_file(db: Path) -> bool:
+    """Make the index file itself unwritable; False where this process cannot."""
+    if IS_ROOT:
+        return subprocess.run(["chattr", "+i", str(db)], capture_output=True, timeout=TIMEOUT_S).returncode == 0
+    db.chmod(0o444)
+    return True
+
+
+def _unlock_file(db: Path) -> None:
+    if IS_ROOT:
+        subprocess.run(["chattr", "-i", str(db)], capture_output=True, timeout=TIMEOUT_S)
+    db.chmod(0o644)
+
+
+def test_over_mcp_a_damaged_index_is_said_and_a_read_only_one_refuses_index_paths_clearly(indexed, tmp_path,
+                                                                                         monkeypatch):
+    env, db, vault = indexed
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    settings = make_settings(db.parent, db.name)
+
+    async def calls(steps):
+        app = App.open(settings, models=Models.fixed(None))
+        try:
+            with anyio.fail_after(TIMEOUT_S):
+                async with Client(build_server(app, tmp_path / "memory.jsonl")) as client:
+                    return [await client.call_tool(name, arguments) for name, arguments in steps]
+        finally:
+            app.close()
+
+    _damage_pages(db)
+    searched, indexed_again, found = anyio.run(calls, [
+        ("search_notes", {"query": WORD, "mode": "keyword"}), ("index_paths", {"paths": []}),
+        ("search_notes", {"query": WORD, "mode": "keyword"})])
+    assert not searched.is_error and any("was damaged" in n for n in searched.structured_content["notices"])
+    assert not indexed_again.is_error
+    assert [h["path"] for h in found.structured_content["hits"]] == [str(vault / "bike.md")]
+
+    if not _lock_file(db):
+        pytest.skip("cannot make the index file read-only here")
+    try:
+        searched, refused = anyio.run(calls, [("search_notes", {"query": WORD, "mode": "keyword"}),
+                                              ("index_paths", {"paths": [str(vault)]})])
+    finally:
+        _unlock_file(db)
+    assert [h["path"] for h in searched.structured_content["hits"]] == [str(vault / "bike.md")]
+    text = "\n".join(getattr(c, "text", "") for c in refused.content)
+    assert refused.is_error and f"the index at {db} is read-only" in text and "VAULT_INDEX_DB" in text, text
