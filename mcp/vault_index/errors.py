@@ -35,3 +35,21 @@ class IndexBusyError(VaultIndexError):
     """Another process holds the index for writing longer than the busy timeout."""
 
     exit_code = 6
+
+
+class IndexReadOnlyError(VaultIndexError):
+    """The index can be read but not written (read-only file, folder or mount)."""
+
+    exit_code = 7
+
+
+class IndexUnavailableError(VaultIndexError):
+    """The index file cannot be opened at all (permissions, or damaged where it cannot be moved)."""
+
+    exit_code = 8
+
+
+class IndexRebuiltError(VaultIndexError):
+    """The index was found damaged mid-operation; it was moved aside and a fresh one created."""
+
+    exit_code = 9

@@ -133,6 +133,11 @@ def _parse_line(raw: str) -> tuple[dict | None, str | None]:
         fact = json.loads(raw)
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        # Trigger: a line of thousands of nested [ or {. Why: json recurses per level and the
+        # RecursionError ended the server's start-up and `graph check` itself. Outcome: that
+        # line is a problem like any other bad line.
+        return None, "not readable: nested too deeply (a fact is one flat JSON object)"
     if not isinstance(fact, dict):
         return None, "not a JSON object"
     kind = fact.get("type")

@@ -143,8 +143,8 @@ def cmd_status(app, args) -> int:
     print(f"rerank    {'on' if status['rerank'] else 'off'} ({status['rerank_model']})")
     for problem in status["problems"]:
         print(f"problem   {problem['path']}: {problem['message']}")
-    if status["recovered_from"]:
-        print(f"recovered a corrupt index; the old file is at {status['recovered_from']}")
+    for notice in status["notices"]:  # rebuilt after damage, read-only: said every time it holds
+        print(f"notice    {notice}")
     return 0
 
 

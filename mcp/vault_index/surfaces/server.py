@@ -24,6 +24,7 @@ from vault_index.services import graph as memory
 from vault_index.services import recall as recollection
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.surfaces import tool_errors
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -232,6 +233,14 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
                 return fn(*args)
             except VaultIndexError as exc:
                 raise ToolError(str(exc)) from exc
+            except Exception as exc:  # noqa: BLE001 - becomes a message that names tool, input, next step
+                # Trigger: a failure that is not one of ours (the SDK would send only "Error
+                # executing tool X"). Why: the agent must learn what failed and what to try.
+                # Outcome: the calling tool's name and arguments in the message (every tool
+                # calls `call` directly); the traceback on stderr only.
+                tool, inputs = tool_errors.calling_tool()
+                tool_errors.log_failure(tool, exc)
+                raise ToolError(tool_errors.unexpected_failure(tool, inputs, exc)) from exc
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
@@ -240,7 +249,7 @@ def build_server(app: App, memory_file: str | Path | None = None) -> MCPServer:
     def index(paths: list[str] | None):
         if not indexer:
             indexer.append(App.open(app.settings, models=app.models))
-        return indexer[0].index(paths)
+        return indexer[0].index(paths, by_agent=True)  # what an agent may add: services/boundaries.py
 
     server = MCPServer("vault-index", version=__version__, instructions=instructions(app.status(), memory_file))
 
@@ -380,7 +389,13 @@ def _exit_on_interrupt() -> None:
 
 def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> None:
     _exit_on_interrupt()
-    app = App.open()
+    try:
+        app = App.open()
+    except VaultIndexError as exc:  # an index that cannot be opened at all: say why, no traceback
+        import sys
+
+        print(f"vault-index: the server cannot start: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
     stop = None
     try:
         server = build_server(app, memory_file)
@@ -388,7 +403,11 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False) -> N
             from vault_index.services.watch import start_in_background
 
             _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
-        server.run("stdio")
+        import anyio
+
+        from vault_index.surfaces import stdio_guard
+
+        anyio.run(stdio_guard.serve, server)  # the SDK's stdio transport, behind the guard
     finally:
         if stop is not None:
             stop.set()
