@@ -35,3 +35,24 @@ class IndexBusyError(VaultIndexError):
     """Another process holds the index for writing longer than the busy timeout."""
 
     exit_code = 6
+
+
+class ConfigError(VaultIndexError):
+    """The vault's .vault-index/config.yaml is malformed; the message names the key path to fix."""
+
+    exit_code = 2
+
+
+class UnsafePathError(OutsideSourcesError):
+    """A write target that is not a plain note inside the vault: a symlink or hardlink leading out,
+    a FIFO or device, a control folder (.git, .vault-index, secrets) or a hidden folder."""
+
+
+class WriteBusyError(IndexBusyError):
+    """Another writer held a document's lock for longer than the wait."""
+
+
+class WriteFailedError(VaultIndexError):
+    """The operating system refused the write (disk full, permission denied); nothing changed."""
+
+    exit_code = 7

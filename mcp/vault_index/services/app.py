@@ -10,13 +10,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.config import Settings
+from vault_index.config import Settings, project_dir
 from vault_index.engine import indexer
 from vault_index.engine.models import Models
 from vault_index.engine.sources import BINARY_SNIFF_BYTES, looks_binary, resolve_inside
 from vault_index.engine.store import Store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services.search import DEFAULT_MODE, Filters, Searcher
+from vault_index.services.vault import Vault
+from vault_index.services.write import WriteService
 from vault_index.types import SearchResult, SyncReport
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
@@ -58,6 +60,16 @@ class App:
         resolved = str(Path(path).expanduser().resolve()) if path else path
         known = {p for _, p in self.store.sources()}
         return self.store.remove_source(resolved if resolved in known else path)
+
+    # --- the curated write path -------------------------------------------------------------
+
+    def vault(self, root: Path | None = None) -> Vault:
+        """The vault at `root` (default: the project folder); raises ConfigError on a bad config."""
+        return Vault.open(root or project_dir())
+
+    def writer(self, vault: Vault) -> WriteService:
+        """The write service for `vault`, re-indexing each written file through this App."""
+        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)))
 
     # --- reads ------------------------------------------------------------------------------
 
