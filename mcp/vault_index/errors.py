@@ -52,7 +52,9 @@ class WriteBusyError(IndexBusyError):
     """Another writer held a document's lock for longer than the wait."""
 
 
-class WriteFailedError(VaultIndexError):
-    """The operating system refused the write (disk full, permission denied); nothing changed."""
+class WriteFailedError(VaultIndexError, OSError):
+    """The operating system refused the write (disk full, permission denied); nothing changed.
+
+    Also an OSError, so code that guarded a file write with `except OSError` still catches it."""
 
     exit_code = 7

@@ -42,7 +42,10 @@ VERSION_CHARS = 16  # 64 bits of sha256: collisions between two versions of one 
 CONTROL_PARTS = frozenset({".git", ".vault-index", "secrets"})  # compared case-folded
 STATE_DIR = ".vault-index"
 LOCKS_DIR = (STATE_DIR, "locks")
-STATE_GITIGNORE = "locks/\n*.sqlite\n*.sqlite-*\n"
+# A vault commits its config and hooks; locks and request ids are this machine's business.
+STATE_GITIGNORE = "# vault-index: local state, never committed\nlocks/\n*.sqlite\n*.sqlite-*\n"
+# A plain project (no config.yaml) gets the folder only for locks and request ids: all of it stays local.
+LOCAL_ONLY_GITIGNORE = "# vault-index: local state (locks, request ids), never committed\n*\n"
 LOCK_WAIT_S = 10.0
 # Trigger: a lock must show who holds it and until when, and long writes must say they are alive.
 # Why: the kernel lock is released the instant its holder dies, so expiry never needs to free it;
@@ -211,13 +214,16 @@ def replace_file(path: str | Path, data: bytes) -> None:
         os.close(fd)
 
 
-def ensure_state_dir(root: Path) -> int:
-    """Descriptor of <root>/.vault-index/locks, created with a .gitignore that keeps locks and state local."""
+def ensure_state_dir(root: Path, local_only: bool = False) -> int:
+    """Descriptor of <root>/.vault-index/locks, created with a .gitignore that keeps locks and state local.
+
+    `local_only` (no config file): the .gitignore ignores the whole folder, itself included.
+    """
     state = open_folder(root, (STATE_DIR,), create=True)
     try:
         existing, _ = read_current(state, ".gitignore", f"{STATE_DIR}/.gitignore")
         if existing is None:
-            atomic_replace(state, ".gitignore", STATE_GITIGNORE.encode())
+            atomic_replace(state, ".gitignore", (LOCAL_ONLY_GITIGNORE if local_only else STATE_GITIGNORE).encode())
     finally:
         os.close(state)
     return open_folder(root, LOCKS_DIR, create=True)

@@ -239,7 +239,7 @@ class WriteService:
             return WriteOutcome("refused", target.rel, f"{target.rel}: {exc}")
         locks = None
         try:
-            locks = fileio.ensure_state_dir(self.vault.root)
+            locks = fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None)
             lock = fileio.DocumentLock(locks, fileio.document_key(folder, target.parts[-1]), caller.identity,
                                        wait=self.lock_wait, shown=target.rel)
             try:
@@ -267,7 +267,8 @@ class WriteService:
         try:
             old_text = None if old is None else old.decode("utf-8")
         except UnicodeDecodeError:
-            return WriteOutcome("refused", target.rel, f"{target.rel} is not UTF-8 text; fix its encoding first")
+            return WriteOutcome("invalid", target.rel, f"{target.rel} is not UTF-8 text; fix its encoding first",
+                                version=fileio.file_version(old))
         version = fileio.file_version(old)
         composed = compose(target, old_text, version)
         started = times.mark("compose", started)
@@ -299,6 +300,7 @@ class WriteService:
         for name, step in followups:
             self._late(name, lambda step=step: step(real), notices)
         started = times.mark("followups", started)
+        extra = result() if result else None
         lock.refresh()
         commit = self._commit(caller, target, operation, request_id, why, notices)
         times.mark("commit", started)
@@ -326,7 +328,7 @@ class WriteService:
                            "git.commit: false)")
             return None
         try:
-            locks = fileio.ensure_state_dir(self.vault.root)
+            locks = fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None)
             try:
                 # Trigger: git keeps one index.lock per repository. Why: two writers on different notes
                 # would fail each other's commit. Outcome: commits take one vault-wide lock, briefly.
@@ -409,3 +411,34 @@ def local_identity(root: Path | None = None) -> str:
     except (KeyError, OSError):
         login = "local"
     return f"{name or login} <{email or login + '@localhost'}>"
+
+
+def writer_for_file(path: str | Path) -> WriteService:
+    """A write service for a bare file path (a script's --file, a library call without an App).
+
+    The vault root is the project folder when the path lies in it (so docs/lessons.md as a symlink
+    out of the project is caught), else the file's own folder as written (not resolved). No
+    re-index: callers with an index go through App.writer. Folders that do not exist yet are
+created below the nearest existing one.
+    """
+    from vault_index.config import project_dir
+
+    absolute = Path(os.path.abspath(Path(path).expanduser()))
+    project = project_dir()
+    root = project if absolute.is_relative_to(project) and absolute != project else absolute.parent
+    while not root.is_dir() and root != root.parent:  # folders still to be made are made inside
+        root = root.parent
+    return WriteService(Vault.open(root))
+
+
+def require_ok(outcome: WriteOutcome) -> WriteOutcome:
+    """The outcome if it is written or unchanged; else the matching exception (for library callers)."""
+    from vault_index.errors import NotFoundError, UsageError, WriteFailedError
+
+    if outcome.ok:
+        return outcome
+    detail = "; ".join(p["message"] for p in outcome.problems)
+    message = f"{outcome.message}: {detail}" if detail else outcome.message
+    error = {"refused": UnsafePathError, "denied": NotFoundError, "not_found": NotFoundError,
+             "locked": WriteBusyError, "failed": WriteFailedError}.get(outcome.status, UsageError)
+    raise error(message)
