@@ -95,3 +95,8 @@ def note_target(app, path: str) -> Path:
     if not roots:
         raise NotFoundError("no sources are registered; index a folder first")
     return resolve_inside(path, roots)
+
+
+def is_indexed(app, path: str | Path) -> bool:
+    """Whether the index holds `path` now (a written file under no registered source is not)."""
+    return app.store.file_record(os.path.realpath(os.fspath(path))) is not None

@@ -37,7 +37,7 @@ from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons
 from vault_index.services import graph as graph_service
 from vault_index.services import recall as recall_service
-from vault_index.services.access import Scope, note_target, scope_for
+from vault_index.services.access import Scope, is_indexed, note_target, scope_for
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 
@@ -406,26 +406,23 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         return RecallOut(**found)
 
     # --- lessons and decision records ------------------------------------------------------------
+    # Thin callers of services/lessons.py and services/adr.py, which write through the write
+    # service as this caller (grant check, lock, re-index and commit as stages). A record that was
+    # written but whose re-index, graph link or commit failed is `written` with a notice: never
+    # an error, or a retry would write it twice.
 
-    def reindexed(path: Path, notices: list[str]) -> bool:
-        # The write has happened: a failed re-index is a notice, never an error, or a retry
-        # would write the record twice.
-        try:
-            return call(app.reindex_file, str(path)) is not None
-        except ToolError as exc:
-            notices.append(f"written, but not re-indexed: {exc}")
-            return False
+    def reindexed(outcome, path) -> bool:
+        """False when the record was written outside every source, or its re-index failed."""
+        return (outcome.status == "written" and bool(path) and call(is_indexed, app, path)
+                and not any("index" in notice for notice in outcome.notices))
 
-    def lesson_result(lesson_id: str, status: str, superseded: str | None = None) -> LessonOut:
-        path, notices = lessons_file(), []
-        done = reindexed(path, notices)
-        return LessonOut(id=lesson_id, status=status, path=str(path), superseded=superseded, reindexed=done,
-                         notices=notices)
-
-    def need_write(ctx, target: Path) -> None:
+    def lesson_tool(fn, *args, status: str, superseded: str | None = None, ctx) -> LessonOut:
         vault, caller, scope = who(ctx)
-        if not scope.can_write(target):
-            raise ToolError(denied_text(caller, f"write on {target.parent.name}"))
+        path = lessons_file(vault)
+        outcome = call(partial(fn, writer=writer_for(vault), caller=caller), path, *args)
+        require_written(outcome)
+        return LessonOut(id=outcome.result["id"], status=status, path=str(path), superseded=superseded,
+                         reindexed=reindexed(outcome, path), notices=list(outcome.notices))
 
     @server.tool(annotations=WRITING, structured_output=True)
     def lesson_add(
@@ -433,22 +430,19 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=40)]] | None, Field(max_length=10)] = None,
     ) -> LessonOut:
         """Record a lesson in docs/lessons.md; returns its new id (L-NNNN)."""
-        need_write(ctx, lessons_file())
-        return lesson_result(call(lessons.add, lessons_file(), lesson, cause, detect, tags), "active")
+        return lesson_tool(lessons.add_outcome, lesson, cause, detect, tags, status="active", ctx=ctx)
 
     @server.tool(annotations=WRITING, structured_output=True)
     def lesson_supersede(old_id: LessonId, lesson: LessonText, cause: Cause, detect: Detect,
                          ctx: Context) -> LessonOut:
         """Replace an active lesson; the old one stays, marked superseded."""
-        need_write(ctx, lessons_file())
-        new_id = call(lessons.supersede, lessons_file(), old_id, lesson, cause, detect)
-        return lesson_result(new_id, "active", superseded=lessons.normalize_id(old_id))
+        return lesson_tool(lessons.supersede_outcome, old_id, lesson, cause, detect, status="active",
+                           superseded=lessons.normalize_id(old_id), ctx=ctx)
 
     @server.tool(annotations=WRITING, structured_output=True)
     def lesson_retire(id: LessonId, reason: Cause, ctx: Context) -> LessonOut:
         """Mark an active lesson retired with the reason; its text stays."""
-        need_write(ctx, lessons_file())
-        return lesson_result(call(lessons.retire, lessons_file(), id, reason), "retired")
+        return lesson_tool(lessons.retire_outcome, id, reason, status="retired", ctx=ctx)
 
     @server.tool(annotations=WRITING, structured_output=True)
     def adr_create(
@@ -462,19 +456,20 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
                               Field(max_length=20, description="graph entities it decides")] = None,
     ) -> AdrOut:
         """Write docs/adr/NNNN-slug.md (next number) and link it in the memory graph."""
-        need_write(ctx, adr_folder() / "x.md")
-        path = call(adr.create, adr_folder(), title, context, options, decision, status)
-        notices: list[str] = []
-        linked = {"entity": None, "related": [], "missing": list(relates_to or [])}
-        try:
-            linked = call(partial(adr.link_adr, roots=graph_roots()), memory_file, path, relates_to or [])
-        except ToolError as exc:
-            notices.append(f"written, but not linked in the memory graph: {exc}")
-        if linked["missing"]:
-            notices.append("not in the graph, so not linked: " + ", ".join(linked["missing"]))
-        done = reindexed(path, notices)
-        return AdrOut(path=str(path), entity=linked["entity"], related=linked["related"],
-                      missing=linked["missing"], reindexed=done, notices=notices)
+        vault, caller, scope = who(ctx)
+        outcome = call(partial(adr.record, writer=writer_for(vault), caller=caller, memory_file=memory_file,
+                               relates_to=relates_to or [], roots=graph_roots()),
+                       adr_folder(vault), title, context, options, decision, status, guard=lock)
+        require_written(outcome)
+        result = outcome.result or {}
+        missing = list(result.get("missing", relates_to or []))
+        notices = list(outcome.notices)
+        if missing and "entity" in result:
+            notices.append("not in the graph, so not linked: " + ", ".join(missing))
+        return AdrOut(path=str(result.get("path", "")), entity=result.get("entity"),
+                      related=list(result.get("related", [])), missing=missing,
+                      reindexed=reindexed(outcome, result.get("path")),
+                      notices=notices)
 
     # --- the curated vault -----------------------------------------------------------------------
 
@@ -553,12 +548,19 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 # --- helpers shared by the tools and the CLI -----------------------------------------------------
 
 
-def lessons_file() -> Path:
-    return project_dir() / "docs" / "lessons.md"
+def lessons_file(vault) -> Path:
+    return Path(vault.root) / "docs" / "lessons.md"
 
 
-def adr_folder() -> Path:
-    return project_dir() / "docs" / "adr"
+def adr_folder(vault) -> Path:
+    return Path(vault.root) / "docs" / "adr"
+
+
+def require_written(outcome) -> None:
+    """The lesson and ADR tools answer with their record; any other outcome is a tool error that
+    starts with its status (`denied: ...`, `locked: ...`) and says what to do."""
+    if not outcome.ok:
+        raise ToolError(f"{outcome.status}: {outcome.message}")
 
 
 def denied_text(caller, what: str) -> str:
