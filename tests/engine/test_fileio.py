@@ -245,3 +245,19 @@ def test_replace_file_for_a_store_outside_any_vault(tmp_path):
     fileio.replace_file(store, b"one\n")
     fileio.replace_file(store, b"two\n")
     assert store.read_bytes() == b"two\n"
+
+
+def test_the_next_replace_sweeps_temp_files_of_dead_writers_only(root):
+    notes = root / "notes"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = notes / f".a.md.{dead.stdout.strip()}.cafe.tmp"
+    live = notes / f".a.md.{os.getppid()}.beef.tmp"  # a live process (our parent): never touched
+    other = notes / f".b.md.{dead.stdout.strip()}.cafe.tmp"  # another note's: left for its own writer
+    for path in (stale, live, other):
+        path.write_text("half")
+    fd = _folder(root, "notes")
+    try:
+        fileio.atomic_replace(fd, "a.md", b"whole\n")
+    finally:
+        os.close(fd)
+    assert not stale.exists() and live.exists() and other.exists()

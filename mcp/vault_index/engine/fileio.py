@@ -181,9 +181,10 @@ def atomic_replace(dir_fd: int, name: str, data: bytes, mode: int | None = None)
     """Replace `name` in the folder `dir_fd` with `data`: a reader sees the old bytes or the new, never a mix.
 
     `mode`: permission bits to keep (the old file's); None lets umask decide for a new file.
-    On any failure (ENOSPC, EIO, a kill) the temp file is removed where possible; a kill -9 can
-    leave a hidden `.NAME.*.tmp` that no walk treats as a note and the next write ignores.
+    On any failure (ENOSPC, EIO) the temp file is removed; a kill -9 can leave a hidden
+    `.NAME.<pid>.*.tmp` that no walk treats as a note, and the next replace of NAME removes it.
     """
+    _sweep_temps(dir_fd, name)
     temp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
     try:
@@ -201,6 +202,33 @@ def atomic_replace(dir_fd: int, name: str, data: bytes, mode: int | None = None)
         raise
     with suppress(OSError):  # some file systems cannot fsync a folder; the rename has happened
         os.fsync(dir_fd)
+
+
+def _sweep_temps(dir_fd: int, name: str) -> None:
+    """Remove temp files of `name` left by killed writers (their pid is gone).
+
+    Callers hold the document's lock, so no live writer of `name` can own one; the pid check
+    also spares a temp file of a writer that does not lock (a person's own tool).
+    """
+    prefix = f".{name}."
+    with os.scandir(dir_fd) as entries:
+        leftovers = [e.name for e in entries if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    for leftover in leftovers:
+        pid = leftover[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        with suppress(FileNotFoundError):
+            os.unlink(leftover, dir_fd=dir_fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def replace_file(path: str | Path, data: bytes) -> None:
