@@ -625,7 +625,7 @@ def outcome_out(outcome, writer=None) -> OutcomeOut:
 def vault_review_data(writer, vault, caller, scope: Scope, *, fail_on: str = "never", lint: bool = True) -> dict:
     """{status, message, data: {dashboard..., issues, failed}} for vault_review and the CLI."""
     if not scope.reads_any:
-        return {"status": "denied", "message": denied_text(caller, "read"), "path": ""}
+        return {"status": "denied", "message": denied_text(caller, "read"), "path": "", "version": None, "data": {}}
     today = dt.date.today()
     notes = curation.readable_notes(writer, caller, Path(vault.root))
     tensions = [t for t in curation.read_tensions(Path(vault.root))
@@ -637,7 +637,8 @@ def vault_review_data(writer, vault, caller, scope: Scope, *, fail_on: str = "ne
         data["issues"] = issues
         data["failed"] = curation.failed(issues, fail_on)
         message += f", {len(issues)} lint findings" + (" (failed)" if data["failed"] else "")
-    return {"status": "failed" if data.get("failed") else "ok", "message": message, "path": "", "data": jsonable(data)}
+    return {"status": "failed" if data.get("failed") else "ok", "message": message, "path": "", "version": None,
+            "data": jsonable(data)}
 
 
 def jsonable(value):
