@@ -11,6 +11,7 @@ Target (issue 7): every stage other than the re-index (embedding) and the git co
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -19,7 +20,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-STAGES = ("authorize", "lock", "version", "hooks", "validate", "replace", "reindex", "commit")
+STAGES = ("authorize", "lock", "version", "hooks", "validate", "compose", "replace", "record", "reindex", "followups",
+          "commit")  # the write service's stage names, in pipeline order
 FAST_STAGE_TARGET_MS = 20.0
 SLOW_STAGES = ("reindex", "commit")  # embedding and git: reported, not held to the target
 DEFAULT_WRITES = 50
@@ -30,7 +32,7 @@ NOTE = "research/bench-note.md"
 def percentile(values: list[float], share: float) -> float:
     """Nearest-rank percentile (share in 0..1) of a non-empty list."""
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(share * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(share * len(ordered))))
     return ordered[rank - 1]
 
 
