@@ -51,7 +51,7 @@ def test_a_failure_at_any_step_leaves_the_old_file_and_no_temp(root, monkeypatch
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(*{"write": (fileio, "_raw_write"), "fsync": (fileio.os, "fsync"),
+    monkeypatch.setattr(*{"write": (fileio, "_raw_write"), "fsync": (fileio, "_sync"),
                           "replace": (fileio.os, "replace")}[fault], no_space)
     fd = _folder(root, "notes")
     try:
