@@ -261,3 +261,19 @@ def test_the_next_replace_sweeps_temp_files_of_dead_writers_only(root):
     finally:
         os.close(fd)
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_an_expired_lease_is_reported_but_never_frees_the_lock(root):
+    holder = _lock(root, "notes", "a.md", holder="slow writer")
+    holder.lease_s = 0.05
+    holder.acquire()
+    try:
+        time.sleep(0.2)
+        with pytest.raises(WriteBusyError, match="lease ran out"):
+            _lock(root, "notes", "a.md", wait=0.1).acquire()
+        holder.lease_s = 30
+        holder.refresh()  # a long stage says it is alive
+        with pytest.raises(WriteBusyError, match="lease runs"):
+            _lock(root, "notes", "a.md", wait=0.1).acquire()
+    finally:
+        holder.release()

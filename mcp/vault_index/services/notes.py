@@ -31,7 +31,7 @@ MAX_BODY_CHARS = 2_000_000
 
 
 def compose(service: WriteService, caller: Caller, request: WriteRequest, target: Target, old: str | None,
-            version: str | None) -> str | WriteOutcome:
+            version: str | None, alive=lambda: None) -> str | WriteOutcome:
     from vault_index.services.write import WriteOutcome
 
     op = request.op
@@ -67,7 +67,7 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
     # Why: a vault hook written for content edits could block retiring a wrong note.
     # Outcome: hooks run for create, replace and append only (as in Daftari).
     if hooks_run:
-        fields, hook_problems = write_hooks.run_phase(service.vault, "pre_write_transform", fields, context)
+        fields, hook_problems = write_hooks.run_phase(service.vault, "pre_write_transform", fields, context, alive)
         problems += hook_problems
         for name in PROTECTED:  # a transform may not forge the stamps
             fields[name] = {"created": fields.get("created"), "updated": stamp,
@@ -75,7 +75,7 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
     problems += _rules(fields, old_fields, target, op)
     problems += fm.validate(fields, service.vault.note_schema)
     if hooks_run:
-        problems += write_hooks.run_phase(service.vault, "pre_write", fields, context)[1]
+        problems += write_hooks.run_phase(service.vault, "pre_write", fields, context, alive)[1]
     if problems:
         return _invalid(target, problems, version)
     extensions = list(service.vault.config["schema_extensions"])

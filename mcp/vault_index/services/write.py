@@ -33,7 +33,8 @@ Op = Literal["create", "replace", "append", "promote", "deprecate"]
 Status = Literal["written", "unchanged", "denied", "not_found", "locked", "stale", "invalid", "refused", "failed"]
 NOTE_SUFFIX = ".md"
 MAX_REQUEST_ID_CHARS = 200
-Compose = Callable[[str | None, str | None], "str | WriteOutcome"]  # (old text, old version) -> new text
+# (target, old text, old version, alive) -> new text or an outcome; alive() refreshes the lock's lease
+Compose = Callable[["Target", str | None, str | None, Callable[[], None]], "str | WriteOutcome"]
 
 
 @dataclass(frozen=True)
@@ -143,8 +144,8 @@ class WriteService:
         action = "promote" if request.op == "promote" else "write"
         why = request.reason or f"{request.op} via vault-index"
         return self._pipeline(caller, request.path, request.op, request.request_id, why, action=action,
-                              compose=lambda target, old, version: notes.compose(self, caller, request, target,
-                                                                                old, version))
+                              compose=lambda target, old, version, alive: notes.compose(
+                                  self, caller, request, target, old, version, alive))
 
     def update_file(self, caller: Caller, path: str, change: Callable[[str | None], str], *, why: str,
                     request_id: str | None = None, collection_check: bool = True, exclusive: bool = False,
@@ -159,7 +160,7 @@ class WriteService:
         `collection_check` False skips the role check (the local person's own project files).
         """
 
-        def compose(target: Target, old: str | None, version: str | None) -> str | WriteOutcome:
+        def compose(target: Target, old: str | None, version: str | None, alive) -> str | WriteOutcome:
             if exclusive and old is not None:
                 return WriteOutcome("stale", target.rel, f"{target.rel} already exists; it is never replaced",
                                     version=version)
@@ -190,7 +191,7 @@ class WriteService:
         """
         shown = str(path)
         grants = self.vault.grants(caller.role)
-        lexical = self.vault.relative_parts(path)
+        lexical = _lexical_parts(self.vault.root, path)
         lexical_collection = lexical[0] if len(lexical) > 1 else ""
         if action and not grants.can("read", lexical_collection):
             return None, WriteOutcome("denied", shown, not_visible(shown))
@@ -216,7 +217,7 @@ class WriteService:
     # --- the pipeline ------------------------------------------------------------------------
 
     def _pipeline(self, caller: Caller, path: str, operation: str, request_id: str | None, why: str, *,
-                  action: str | None, compose: Callable[[Target, str | None, str | None], str | WriteOutcome],
+                  action: str | None, compose: Compose,
                   followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
                   result: Callable[[], dict | None] | None = None) -> WriteOutcome:
         """authorize -> lock -> version check and compose (hooks, validation) -> atomic replace -> re-index
@@ -270,7 +271,7 @@ class WriteService:
             return WriteOutcome("invalid", target.rel, f"{target.rel} is not UTF-8 text; fix its encoding first",
                                 version=fileio.file_version(old))
         version = fileio.file_version(old)
-        composed = compose(target, old_text, version)
+        composed = compose(target, old_text, version, lock.refresh)
         started = times.mark("compose", started)
         if isinstance(composed, WriteOutcome):
             if composed.status == "stale":
@@ -367,6 +368,20 @@ class WriteService:
                                  outcome.result.get("base_version") if outcome.result else None, outcome.version)
         except Exception:  # noqa: BLE001, S110 - the rejection is still answered; the record is best effort
             pass
+
+
+def _lexical_parts(root: Path, path: str | Path) -> tuple[str, ...]:
+    """The parts of `path` below `root` as written (no file system access): the first read check."""
+    raw = Path(os.path.normpath(path))
+    if raw.is_absolute():
+        try:
+            raw = raw.relative_to(root)
+        except ValueError:  # the root spelled another way (a symlinked home, /private/tmp): resolve
+            try:
+                return fileio.real_parts(root, raw)
+            except UnsafePathError:
+                return ()
+    return raw.parts
 
 
 def update_store(path: str | Path, change: Callable[[str], str], *, wait: float = fileio.LOCK_WAIT_S) -> bool:
