@@ -276,3 +276,25 @@ def test_update_file_refuses_other_suffixes_and_reports_the_result(root, service
     assert made.status == "written" and made.result == {"n": 1}
     exclusive = service.update_file(ADMIN, "pricing/log.md", lambda old: "x", why="log", exclusive=True)
     assert exclusive.status == "stale" and (root / "pricing" / "log.md").read_text() == "line\n"
+
+
+def test_a_permission_error_before_the_replace_is_a_failed_outcome(root, service, monkeypatch):
+    first = create(service)
+    before = (root / "pricing" / "helios.md").read_bytes()
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(fileio, "ensure_state_dir", read_only)  # e.g. a vault on a read-only mount
+    outcome = service.write(ADMIN, WriteRequest("replace", "pricing/helios.md", body="x\n",
+                                                base_version=first.version))
+    assert outcome.status == "failed" and "Permission denied" in outcome.message and "unchanged" in outcome.message
+    assert (root / "pricing" / "helios.md").read_bytes() == before
+
+
+def test_append_promote_and_deprecate_never_create_folders(root, service):
+    for op in ("append", "promote", "deprecate", "replace"):
+        outcome = service.write(ADMIN, WriteRequest(op, "research/new/x.md", body="b", base_version="0" * 16,
+                                                    reason="r"))
+        assert outcome.status == "not_found"
+    assert not (root / "research" / "new").exists()

@@ -232,12 +232,15 @@ class WriteService:
         if refusal:
             return refusal
         started = times.mark("authorize", started)
+        creates = operation not in ("replace", "append", "promote", "deprecate")  # those need the note
         try:
-            folder = fileio.open_folder(self.vault.root, target.parts[:-1], create=operation != "replace")
+            folder = fileio.open_folder(self.vault.root, target.parts[:-1], create=creates)
         except FileNotFoundError:
             return WriteOutcome("not_found", target.rel, not_visible(target.rel))
         except UnsafePathError as exc:
             return WriteOutcome("refused", target.rel, f"{target.rel}: {exc}")
+        except OSError as exc:
+            return _failed(target, exc)
         locks = None
         try:
             locks = fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None)
@@ -255,6 +258,8 @@ class WriteService:
                 lock.release()
         except UnsafePathError as exc:
             return WriteOutcome("refused", target.rel, f"{target.rel}: {exc}")
+        except OSError as exc:  # before the replace (late stages catch their own): nothing changed
+            return _failed(target, exc)
         finally:
             os.close(folder)
             if locks is not None:
@@ -284,8 +289,7 @@ class WriteService:
         try:
             fileio.atomic_replace(folder, target.parts[-1], data, stat.S_IMODE(info.st_mode) if info else None)
         except OSError as exc:
-            return WriteOutcome("failed", target.rel, f"{target.rel} was not written ({exc.strerror or exc}); the "
-                                f"file is unchanged - free space or fix permissions, then retry")
+            return _failed(target, exc)
         started = times.mark("replace", started)
         request_id = request_id or uuid.uuid4().hex
         new_version = fileio.file_version(data)
@@ -368,6 +372,11 @@ class WriteService:
                                  outcome.result.get("base_version") if outcome.result else None, outcome.version)
         except Exception:  # noqa: BLE001, S110 - the rejection is still answered; the record is best effort
             pass
+
+
+def _failed(target: Target, exc: OSError) -> WriteOutcome:
+    return WriteOutcome("failed", target.rel, f"{target.rel} was not written ({exc.strerror or exc}); the file is "
+                        "unchanged - free space or fix permissions, then retry")
 
 
 def _lexical_parts(root: Path, path: str | Path) -> tuple[str, ...]:
