@@ -68,8 +68,11 @@ def vault(tmp_path, monkeypatch):
     root = tmp_path / "vault"
     write(root, ".vault-index/config.yaml", CONFIG)
     for name in COLLECTIONS:
-        write(root, f"{name}/{name}-one.md", note(f"{name} one", f"aardvark {name}word links [[{name}-two]]"))
-        write(root, f"{name}/{name}-two.md", note(f"{name} two", f"aardvark second {name}word [[{name}-one]]"))
+        # beta's notes rank above alpha's for "aardvark": a filter applied after the limit would
+        # leave an alpha-only reader with nothing; one applied before it fills every slot
+        words = "aardvark " * (3 if name == "beta" else 1)
+        write(root, f"{name}/{name}-one.md", note(f"{name} one", f"{words}{name}word links [[{name}-two]]"))
+        write(root, f"{name}/{name}-two.md", note(f"{name} two", f"{words}second {name}word [[{name}-one]]"))
     # declares another collection in its frontmatter: the folder decides, never this field
     spoof = note("spoof", "zebracrossing only here").replace("status:", "collection: alpha\nstatus:")
     write(root, "beta/spoof.md", spoof)

@@ -286,14 +286,16 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         need_read(scope, caller)
         filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
         result = call(app.search, query, mode, limit, filters)
+        decays = hit_decays(vault, [h.path for h in result.hits])
         return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                          reranked=result.reranked, notices=list(result.notices),
                          hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k != "decay"},
-                                      decay=hit_decay(h.path)) for h in result.hits])
+                                      decay=decays.get(h.path)) for h in result.hits])
 
-    def hit_decay(path: str) -> dict | None:
-        vault = vaults.get()
-        return curation.indexed_decay(app.store, path, dt.date.today(), curation.aging_fraction(vault))
+    def hit_decays(vault, paths: list[str]) -> dict[str, dict | None]:
+        """Decay per hit from the frontmatter the index holds (under `lock`: the shared connection)."""
+        today, fraction = dt.date.today(), curation.aging_fraction(vault)
+        return call(lambda: {p: curation.indexed_decay(app.store, p, today, fraction) for p in set(paths)})
 
     @server.tool(annotations=READ_ONLY, structured_output=True)
     def get_note(
@@ -401,8 +403,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         found = call(partial(recall_service.recall, filters=granted_filters(Filters(), scope),
                              graph_filter=lambda entities: visible_entities(entities, scope)),
                      app, memory_file, query, limit)
-        for hit in [*found["notes"], *found["lessons"]]:
-            hit["decay"] = hit_decay(hit["path"])
+        hits = [*found["notes"], *found["lessons"]]
+        decays = hit_decays(vault, [hit["path"] for hit in hits])
+        for hit in hits:
+            hit["decay"] = decays.get(hit["path"])
         return RecallOut(**found)
 
     # --- lessons and decision records ------------------------------------------------------------
@@ -564,8 +568,8 @@ def require_written(outcome) -> None:
 
 
 def denied_text(caller, what: str) -> str:
-    role = caller.role or "none (the guest)"
-    return (f"denied: role {role} lacks {what}. Roles live in .vault-index/config.yaml; start with --role "
+    who = f"role {caller.role}" if caller.role else "the guest (no role)"
+    return (f"denied: {who} lacks {what}. Roles live in .vault-index/config.yaml; start with --role "
             "NAME or set VAULT_ROLE.")
 
 
