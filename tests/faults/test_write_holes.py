@@ -198,3 +198,22 @@ def test_promote_through_write_and_a_declared_collection_are_refused(project):
                                            frontmatter={"title": "B", "collection": "pricing"}))
     assert (canonical.status, other.status) == ("invalid", "invalid")
     assert not (project / "research" / "a.md").exists() and not (project / "research" / "b.md").exists()
+
+
+def test_a_parent_swapped_for_a_symlink_after_the_check_is_caught(project, outside, monkeypatch):
+    from vault_index.engine import fileio
+
+    (project / "docs" / "notes").mkdir()
+    checked = fileio.real_parts
+
+    def check_then_swap(root, path):
+        parts = checked(root, path)
+        (project / "docs" / "notes").rmdir()  # between the check and the write, a link out appears
+        (project / "docs" / "notes").symlink_to(outside, target_is_directory=True)
+        return parts
+
+    monkeypatch.setattr(fileio, "real_parts", check_then_swap)
+    outcome = WriteService(Vault.open(project)).write(ME, WriteRequest("create", "docs/notes/victim.md", body="b",
+                                                                       frontmatter={"title": "t"}))
+    assert outcome.status == "refused" and "symlink" in outcome.message
+    assert untouched(outside)
