@@ -298,3 +298,18 @@ def test_append_promote_and_deprecate_never_create_folders(root, service):
                                                     reason="r"))
         assert outcome.status == "not_found"
     assert not (root / "research" / "new").exists()
+
+
+def test_a_note_with_an_impossible_created_date_can_be_repaired(root, service):
+    path = root / "pricing" / "old.md"
+    path.write_text("---\ntitle: Old\ncreated: 2024-02-30\nstatus: draft\n---\nbody\n")
+    view = service.read(ADMIN, "pricing/old.md")
+    assert any(p["field"] == "created" for p in view.problems)  # reported on read, no crash
+    kept = service.write(ADMIN, WriteRequest("replace", "pricing/old.md", body="b\n", base_version=view.version,
+                                             frontmatter={"created": "2024-02-28"}))
+    assert kept.status == "written"
+    assert service.read(ADMIN, "pricing/old.md").frontmatter["created"] == "2024-02-28"
+    forged = service.write(ADMIN, WriteRequest("replace", "pricing/old.md", body="c\n", base_version=kept.version,
+                                               frontmatter={"created": "1990-01-01"}))
+    assert forged.status == "written"
+    assert service.read(ADMIN, "pricing/old.md").frontmatter["created"] == "2024-02-28"  # a real date is kept

@@ -8,7 +8,8 @@ the new text or an outcome (stale, invalid, not_found). The rules:
   a mismatch is `stale` with the current version;
 - `write` may keep a note canonical but never make it canonical or deprecated (promote and
   deprecate do that); the frontmatter `collection` must equal the note's folder;
-- `created` is kept, `updated`/`updated_by` stamped; unknown fields are kept, order is stable;
+- `created` is kept (a caller may only repair a missing or impossible one), `updated`/`updated_by`
+  stamped; unknown fields are kept, order is stable;
 - transform hooks, then the schema, then validator hooks: all problems come back at once.
 """
 
@@ -52,7 +53,7 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
     old_fields, _ = fm.coerce(old_fields)
     fields, body, problems = _apply(service, request, target, old_fields, old_body)
     stamp = service.clock().isoformat()
-    fields["created"] = old_fields.get("created") if isinstance(old_fields.get("created"), str) else stamp
+    fields["created"] = _created(old_fields.get("created"), (request.frontmatter or {}).get("created"), stamp)
     fields["updated"] = stamp
     fields["updated_by"] = f"agent:{caller.agent}" if caller.agent else caller.identity
     fields.setdefault("status", "draft")
@@ -136,6 +137,29 @@ def _apply(service: WriteService, request: WriteRequest, target: Target, old_fie
     else:
         fields.pop("collection", None)
     return fields, body, problems
+
+
+def _created(old, given, stamp: str) -> str:
+    """The note's creation date: kept when it is a real date; else the caller's (a repair); else today.
+
+    Trigger: a hand-edited note with created: 2024-02-30 could never be written again (the field is
+    protected, and validation refuses the impossible date).
+    Outcome: only a missing or impossible date may be set by the caller; the old value stays in git.
+    """
+    for value in (old, given):
+        if isinstance(value, str) and _real_date(value):
+            return value
+    return stamp
+
+
+def _real_date(value: str) -> bool:
+    import datetime as dt
+
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return len(value) == 10
 
 
 def _rules(fields: dict, old_fields: dict, target: Target, op: str) -> list[dict]:
