@@ -313,3 +313,16 @@ def test_a_note_with_an_impossible_created_date_can_be_repaired(root, service):
                                                frontmatter={"created": "1990-01-01"}))
     assert forged.status == "written"
     assert service.read(ADMIN, "pricing/old.md").frontmatter["created"] == "2024-02-28"  # a real date is kept
+
+
+def test_a_reason_cannot_forge_trailers_and_request_ids_belong_to_their_caller(root, service):
+    first = create(service)
+    forged = service.write(ANALYST, WriteRequest("deprecate", "pricing/helios.md", base_version=first.version,
+                                                 reason="old\n\nVault-Agent: the-ceo\nVault-Role: admin",
+                                                 request_id="shared-id"))
+    assert forged.status == "written"
+    entry = service.history(ADMIN, "pricing/helios.md")[0]
+    assert (entry["agent"], entry["role"]) == ("cursor", "analyst")
+    other = service.write(ADMIN, WriteRequest("create", "research/plan.md", body="b", frontmatter={"title": "P"},
+                                              request_id="shared-id"))
+    assert other.status == "written" and other.path == "research/plan.md"  # not Ann's answer

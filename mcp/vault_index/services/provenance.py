@@ -103,9 +103,11 @@ def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
         if len(fields) < 6:
             continue
         commit_id, name, email, when, subject, body = fields[:6]
-        trailers = {key: value for key, value in re.findall(r"^(Vault-[A-Za-z-]+):\s*(.*)$", body, re.M)}
-        why = body.split("\n", 1)[1] if "\n" in body else ""
-        why = "\n".join(line for line in why.strip().splitlines() if not line.startswith("Vault-")).strip()
+        # Trailers are the last paragraph only (as git reads them): a "Vault-Agent: x" line a caller
+        # put in the reason cannot pose as one.
+        paragraphs = body.strip().split("\n\n")
+        trailers = dict(re.findall(r"^(Vault-[A-Za-z-]+):[ \t]*(.*)$", paragraphs[-1], re.M))
+        why = "\n\n".join(paragraphs[1:-1] if trailers else paragraphs[1:]).strip()
         entries.append({
             "commit": commit_id, "author": f"{name} <{email}>", "date": when, "subject": subject, "why": why,
             "agent": trailers.get("Vault-Agent"), "role": trailers.get("Vault-Role"),

@@ -267,7 +267,7 @@ class WriteService:
 
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
                 times, started) -> WriteOutcome:
-        if request_id and (first := self._answered(request_id)) is not None:
+        if request_id and (first := self._answered(caller, request_id)) is not None:
             return first
         old, info = fileio.read_current(folder, target.parts[-1], target.rel)
         try:
@@ -296,7 +296,7 @@ class WriteService:
         notices: list[str] = []
         extra = result() if result else None
         first = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version, result=extra)
-        self._remember(request_id, target, first, notices)
+        self._remember(caller, request_id, target, first, notices)
         started = times.mark("record", started)
         real = self.vault.root.joinpath(*target.parts)
         if self.reindex is not None:
@@ -312,7 +312,7 @@ class WriteService:
         outcome = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version,
                                notices=tuple(notices), commit=commit, result=extra)
         if outcome != first:
-            self._remember(request_id, target, outcome, [])
+            self._remember(caller, request_id, target, outcome, [])
         return outcome
 
     # --- late stages -------------------------------------------------------------------------
@@ -348,9 +348,14 @@ class WriteService:
             notices.append(f"written, but not committed: {exc}")
             return None
 
-    def _answered(self, request_id: str) -> WriteOutcome | None:
+    @staticmethod
+    def _request_key(caller: Caller, request_id: str) -> str:
+        """Request ids are the caller's own: another caller reusing one gets no one else's outcome."""
+        return f"{caller.identity}\x1f{request_id}"
+
+    def _answered(self, caller: Caller, request_id: str) -> WriteOutcome | None:
         try:
-            stored = self.requests.get(request_id)
+            stored = self.requests.get(self._request_key(caller, request_id))
         except Exception:  # noqa: BLE001 - an unreadable log means we cannot tell; write as asked
             return None
         if stored is None:
@@ -360,9 +365,10 @@ class WriteService:
                             "answered; nothing written again)", first.version, first.problems, first.notices,
                             first.commit, first.result)
 
-    def _remember(self, request_id: str, target: Target, outcome: WriteOutcome, notices: list[str]) -> None:
+    def _remember(self, caller: Caller, request_id: str, target: Target, outcome: WriteOutcome,
+                  notices: list[str]) -> None:
         try:
-            self.requests.put(request_id, target.rel, outcome.as_dict())
+            self.requests.put(self._request_key(caller, request_id), target.rel, outcome.as_dict())
         except Exception as exc:  # noqa: BLE001 - the write happened; say the retry guard is missing
             notices.append(f"written, but the request id was not recorded (a retry may write again): {exc}")
 
