@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from vault_index.config import project_dir
+
 WILDCARD = "*"
 
 
@@ -100,3 +102,23 @@ def note_target(app, path: str) -> Path:
 def is_indexed(app, path: str | Path) -> bool:
     """Whether the index holds `path` now (a written file under no registered source is not)."""
     return app.store.file_record(os.path.realpath(os.fspath(path))) is not None
+
+
+def visible_entities(entities: list[dict], scope: Scope) -> list[dict]:
+    """Entities whose source the caller may read, without facts sourced from notes it may not."""
+    if scope.reads_all:
+        return entities
+    shown = []
+    for entity in entities:
+        if not scope.can_read(entity["source"]):
+            continue
+        shown.append({**entity,
+                      "observations": [o for o in entity["observations"] if scope.can_read(o["source"])],
+                      "relations": [r for r in entity["relations"] if scope.can_read(r["source"])]})
+    return shown
+
+
+def graph_source(source: str) -> Path:
+    """A graph fact's source as a real path (relative: against the project folder)."""
+    path = Path(os.path.expanduser(source))
+    return (path if path.is_absolute() else project_dir() / path).resolve()

@@ -253,6 +253,28 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
     return found
 
 
+# --- review: the dashboard and the lint over the caller's notes ---------------------------------
+
+
+def review(writer, vault, caller, scope, *, fail_on: str = "never", lint: bool = True) -> dict:
+    """The dashboard (and with `lint` the findings) over the notes the caller may read, as
+    {status ok|failed, message, path, version, data}: the answer of vault_review, lint and dashboard.
+    The surface checks first that the caller reads anything at all (`scope.reads_any`)."""
+    today = dt.date.today()
+    notes = readable_notes(writer, caller, Path(vault.root))
+    tensions = [t for t in read_tensions(Path(vault.root))
+                if scope.can_read(Path(vault.root) / t["a"]) and scope.can_read(Path(vault.root) / t["b"])]
+    data = dashboard(notes, tensions, recent_writes(Path(vault.root), scope.can_read))
+    message = f"{data['notes']} notes, {data['invalid_frontmatter']} with invalid frontmatter"
+    if lint:
+        issues = lint_notes(notes, today)
+        data["issues"] = issues
+        data["failed"] = failed(issues, fail_on)
+        message += f", {len(issues)} lint findings" + (" (failed)" if data["failed"] else "")
+    return {"status": "failed" if data.get("failed") else "ok", "message": message, "path": "", "version": None,
+            "data": data}
+
+
 # --- tension log --------------------------------------------------------------------------------
 
 

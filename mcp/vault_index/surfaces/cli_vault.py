@@ -85,7 +85,7 @@ def _frontmatter_args(args) -> dict | None:
 
 
 def cmd_read(app, args) -> int:
-    from vault_index.surfaces.tools import is_outcome, jsonable, outcome_out
+    from vault_index.surfaces.shapes import is_outcome, jsonable, outcome_out
 
     vault, caller = _open(app, args)
     view = app.writer(vault).read(caller, args.path)
@@ -109,7 +109,7 @@ def cmd_read(app, args) -> int:
 
 def _write(app, args, op: str, **fields) -> int:
     from vault_index.services.write import WriteRequest
-    from vault_index.surfaces.tools import outcome_out
+    from vault_index.surfaces.shapes import outcome_out
 
     vault, caller = _open(app, args)
     request = WriteRequest(op=op, path=args.path, base_version=getattr(args, "base_version", None),
@@ -145,7 +145,7 @@ def cmd_deprecate(app, args) -> int:
 
 def cmd_tension(app, args) -> int:
     from vault_index.services import curation
-    from vault_index.surfaces.tools import outcome_out
+    from vault_index.surfaces.shapes import outcome_out
 
     vault, caller = _open(app, args)
     outcome = curation.log_tension(app.writer(vault), vault, caller, args.a, args.b, args.description,
@@ -154,12 +154,15 @@ def cmd_tension(app, args) -> int:
 
 
 def _review(app, args, lint: bool, fail_on: str) -> dict:
+    from vault_index.services import curation
     from vault_index.services.access import scope_for
-    from vault_index.surfaces.tools import vault_review_data
+    from vault_index.surfaces.tools import denied_outcome
 
     vault, caller = _open(app, args)
     scope = scope_for(vault, vault.grants(caller.role))
-    return vault_review_data(app.writer(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
+    if not scope.reads_any:
+        return denied_outcome(caller)
+    return curation.review(app.writer(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
 
 
 def cmd_lint(app, args) -> int:
@@ -191,7 +194,7 @@ def cmd_dashboard(app, args) -> int:
 
 
 def cmd_provenance(app, args) -> int:
-    from vault_index.surfaces.tools import is_outcome, jsonable, outcome_out
+    from vault_index.surfaces.shapes import is_outcome, jsonable, outcome_out
 
     vault, caller = _open(app, args)
     found = app.writer(vault).history(caller, args.path)

@@ -37,9 +37,27 @@ from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons
 from vault_index.services import graph as graph_service
 from vault_index.services import recall as recall_service
-from vault_index.services.access import Scope, is_indexed, note_target, scope_for
+from vault_index.services.access import Scope, graph_source, is_indexed, note_target, scope_for, visible_entities
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.surfaces.shapes import (
+    AdrOut,
+    GraphCreateOut,
+    GraphOut,
+    HitOut,
+    IndexOut,
+    LessonOut,
+    NoteOut,
+    OutcomeOut,
+    RecallOut,
+    RemoveOut,
+    SearchOut,
+    SourcesOut,
+    denied_text,
+    is_outcome,
+    jsonable,
+    outcome_out,
+)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -74,59 +92,6 @@ Section = Annotated[str, Field(min_length=1, max_length=adr.MAX_SECTION_CHARS)]
 AdrStatus = Literal["proposed", "accepted", "superseded", "deprecated", "rejected"]
 
 
-# --- outputs -------------------------------------------------------------------------------------
-
-
-class HitOut(BaseModel):
-    path: str
-    heading: str
-    line_start: int
-    line_end: int
-    score: float
-    snippet: str
-    status: str = ""
-    decay: dict | None = None
-
-
-class SearchOut(BaseModel):
-    query: str
-    mode: str
-    vector_used: bool
-    reranked: bool
-    notices: list[str]
-    hits: list[HitOut]
-
-
-class NoteOut(BaseModel):
-    path: str
-    title: str | None
-    indexed: bool
-    frontmatter: dict
-    line_start: int
-    line_end: int
-    total_lines: int
-    truncated: bool = Field(description="more lines follow: call again with start_line")
-    content: str
-
-
-class SourcesOut(BaseModel):
-    sources: list[dict] = Field(description="path, files, chunks")
-
-
-class IndexOut(BaseModel):
-    indexed: int
-    unchanged: int
-    removed: int
-    chunks_embedded: int
-    vector_used: bool
-    problems: list[str]
-    seconds: float
-
-
-class RemoveOut(BaseModel):
-    removed_files: int
-
-
 class EntityIn(BaseModel):  # camelCase: the memory file's names, as the reference memory server spells them
     name: Name
     entityType: Kind
@@ -145,53 +110,6 @@ class RelationIn(BaseModel):
     to: Name
     relationType: Kind = Field(description="active voice: depends_on")
     source: SourcePath
-
-
-class GraphCreateOut(BaseModel):
-    memory_file: str
-    added: dict[str, int]
-    skipped: list[dict] = Field(description="kind, fact, reason")
-
-
-class GraphOut(BaseModel):
-    entities: list[dict] = Field(description="name, entityType, source, observations, relations")
-    missing: list[str] = []
-
-
-class RecallOut(BaseModel):
-    query: str
-    notes: list[dict]
-    lessons: list[dict]
-    graph: list[dict]
-    notices: list[str]
-
-
-class LessonOut(BaseModel):
-    id: str
-    status: str
-    path: str
-    superseded: str | None = None
-    reindexed: bool
-    notices: list[str]
-
-
-class AdrOut(BaseModel):
-    path: str
-    entity: str | None
-    related: list[str]
-    missing: list[str]
-    reindexed: bool
-    notices: list[str]
-
-
-class OutcomeOut(BaseModel):
-    """One shape for every answer of the curated vault tools: status first, then the details."""
-
-    status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused")
-    message: str
-    path: str = ""
-    version: str | None = None
-    data: dict = Field(default_factory=dict, description="the operation's result (see docs/mcp.md)")
 
 
 # --- the server ----------------------------------------------------------------------------------
@@ -544,12 +462,19 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         return outcome_out(call(partial(review, fail_on=fail_on, lint=lint), vault, caller, scope))
 
     def review(vault, caller, scope: Scope, *, fail_on: str, lint: bool):
-        return vault_review_data(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
+        if not scope.reads_any:
+            return denied_outcome(caller)
+        return curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
 
     return server
 
 
 # --- helpers shared by the tools and the CLI -----------------------------------------------------
+
+
+def denied_outcome(caller) -> dict:
+    """The answer of vault_review (and the CLI's lint and dashboard) to a caller who reads nothing."""
+    return {"status": "denied", "message": denied_text(caller, "read"), "path": "", "version": None, "data": {}}
 
 
 def lessons_file(vault) -> Path:
@@ -567,12 +492,6 @@ def require_written(outcome) -> None:
         raise ToolError(f"{outcome.status}: {outcome.message}")
 
 
-def denied_text(caller, what: str) -> str:
-    who = f"role {caller.role}" if caller.role else "the guest (no role)"
-    return (f"denied: {who} lacks {what}. Roles live in .vault-index/config.yaml; start with --role "
-            "NAME or set VAULT_ROLE.")
-
-
 def granted_filters(filters: Filters, scope: Scope) -> Filters:
     """The caller's read grants pushed into the search pipeline, so they apply before the limit."""
     prefixes = scope.read_prefixes()
@@ -586,76 +505,6 @@ def refuse_unwritable(scope: Scope, caller, paths: list[str]) -> None:
     targets = [Path(os.path.expanduser(p)).resolve() for p in paths] if paths else [scope.root]
     if not all(scope.can_write(t) for t in targets):
         raise ToolError(denied_text(caller, "write on every collection these paths cover"))
-
-
-def graph_source(source: str) -> Path:
-    path = Path(os.path.expanduser(source))
-    return (path if path.is_absolute() else project_dir() / path).resolve()
-
-
-def visible_entities(entities: list[dict], scope: Scope) -> list[dict]:
-    """Entities whose source the caller may read, without facts sourced from notes it may not."""
-    if scope.reads_all:
-        return entities
-    shown = []
-    for entity in entities:
-        if not scope.can_read(entity["source"]):
-            continue
-        shown.append({**entity,
-                      "observations": [o for o in entity["observations"] if scope.can_read(o["source"])],
-                      "relations": [r for r in entity["relations"] if scope.can_read(r["source"])]})
-    return shown
-
-
-def is_outcome(value) -> bool:
-    return hasattr(value, "ok") and not hasattr(value, "body")
-
-
-def outcome_out(outcome, writer=None) -> OutcomeOut:
-    """A write service outcome (or a curation result dict) as the one tool output shape; with the
-    `writer` that wrote, its per-stage times in milliseconds (`data.timings`, for the bench)."""
-    if isinstance(outcome, dict):
-        return OutcomeOut(**outcome)
-    data = {"problems": list(outcome.problems), "notices": list(outcome.notices), "commit": outcome.commit}
-    if outcome.result:
-        data["result"] = outcome.result
-    stages = getattr(getattr(writer, "last_times", None), "stages", None)
-    if stages and outcome.status == "written":
-        data["timings"] = {name: round(seconds * 1000, 3) for name, seconds in stages.items()}
-    return OutcomeOut(status=outcome.status, message=outcome.message, path=outcome.path, version=outcome.version,
-                      data=jsonable(data))
-
-
-def vault_review_data(writer, vault, caller, scope: Scope, *, fail_on: str = "never", lint: bool = True) -> dict:
-    """{status, message, data: {dashboard..., issues, failed}} for vault_review and the CLI."""
-    if not scope.reads_any:
-        return {"status": "denied", "message": denied_text(caller, "read"), "path": "", "version": None, "data": {}}
-    today = dt.date.today()
-    notes = curation.readable_notes(writer, caller, Path(vault.root))
-    tensions = [t for t in curation.read_tensions(Path(vault.root))
-                if scope.can_read(Path(vault.root) / t["a"]) and scope.can_read(Path(vault.root) / t["b"])]
-    data = curation.dashboard(notes, tensions, curation.recent_writes(Path(vault.root), scope.can_read))
-    message = f"{data['notes']} notes, {data['invalid_frontmatter']} with invalid frontmatter"
-    if lint:
-        issues = curation.lint_notes(notes, today)
-        data["issues"] = issues
-        data["failed"] = curation.failed(issues, fail_on)
-        message += f", {len(issues)} lint findings" + (" (failed)" if data["failed"] else "")
-    return {"status": "failed" if data.get("failed") else "ok", "message": message, "path": "", "version": None,
-            "data": jsonable(data)}
-
-
-def jsonable(value):
-    """Dates and tuples from frontmatter as JSON values (structured output must serialise)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 def graph_summary(memory_file: Path) -> str:
