@@ -321,3 +321,31 @@ def test_lesson_and_adr_tools_need_write_on_docs(app, vault, tmp_path):
     lessons_text = (vault / "docs" / "lessons.md").read_text()
     assert "Rule from admin" in lessons_text and "Rule from alpha_editor" in lessons_text
     assert "Rule from alpha_writer" not in lessons_text and "Rule from None" not in lessons_text
+
+
+GUEST_CALLS = {  # one valid call per tool; a tool added without an entry here fails the next test
+    "search_notes": {"query": "aardvark"}, "get_note": {"path": "alpha/alpha-one.md"}, "list_sources": {},
+    "index_paths": {"paths": []}, "remove_source": {"path": "alpha"},
+    "graph_create": {"entities": [{"name": "G", "entityType": "x", "source": "alpha/alpha-one.md"}]},
+    "graph_search": {"query": "gizmo"}, "graph_open": {"names": ["Alpha gizmo"]}, "recall": {"query": "aardvark"},
+    "lesson_add": {"lesson": "l", "cause": "c", "detect": "d"},
+    "lesson_supersede": {"old_id": "L-0001", "lesson": "l", "cause": "c", "detect": "d"},
+    "lesson_retire": {"id": "L-0001", "reason": "r"},
+    "adr_create": {"title": "t", "context": "c", "options": "o", "decision": "d"},
+    "note_read": {"path": "alpha/alpha-one.md"},
+    "note_write": {"op": "append", "path": "alpha/alpha-one.md", "body": "x"},
+    "tension_log": {"a": "alpha/alpha-one.md", "b": "alpha/alpha-two.md", "description": "d"},
+    "vault_review": {},
+}
+
+
+@pytest.mark.parametrize("role", [None, "nobody"])
+def test_the_guest_is_denied_every_tool(app, vault, tmp_path, role):
+    server = build_server(app, tmp_path / "memory.jsonl", lambda v, ctx: Caller("G <g@x>", role, "t"),
+                          vault_root=vault)
+    listed = {t.name for t in anyio.run(server.list_tools)}
+    assert listed == set(GUEST_CALLS)
+    results = call_as(app, vault, role, list(GUEST_CALLS.items()), tmp_path)
+    refused = {name for name, result in zip(GUEST_CALLS, results, strict=True) if denied(result)}
+    assert refused == listed, [(n, _text(r)[:100]) for n, r in zip(GUEST_CALLS, results, strict=True)
+                               if n not in refused]
