@@ -137,3 +137,14 @@ def test_a_broken_config_is_a_tool_error_that_names_the_key(vault, tmp_path, ope
     (result,) = _call_all(server, [("note_read", {"path": "drafts/open-questions.md"})])
     text = "\n".join(c.text for c in result.content)
     assert result.is_error and "local_rol" in text and "Traceback" not in text
+
+
+def test_a_lesson_retried_with_its_request_id_is_written_once(vault, tmp_path, open_app):
+    server = build_server(open_app(None), tmp_path / "memory.jsonl", vault_root=vault)
+    entry = {"lesson": "Name the version you read", "cause": "a lost update", "detect": "a stale test",
+             "request_id": "retry-1"}
+    first, again, other = _call_all(server, [("lesson_add", entry), ("lesson_add", entry),
+                                             ("lesson_add", {**entry, "request_id": "retry-2"})])
+    assert first.structured_content["id"] == again.structured_content["id"] == "L-0001"
+    assert other.structured_content["id"] == "L-0002"
+    assert (vault / "docs" / "lessons.md").read_text().count("- lesson: Name the version you read") == 2

@@ -338,10 +338,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         return (outcome.status == "written" and bool(path) and call(is_indexed, app, path)
                 and not any("index" in notice for notice in outcome.notices))
 
-    def lesson_tool(fn, *args, status: str, superseded: str | None = None, ctx) -> LessonOut:
+    def lesson_tool(fn, *args, status: str, superseded: str | None = None, ctx, request_id: str | None) -> LessonOut:
         vault, caller, scope = who(ctx)
         path = lessons_file(vault)
-        outcome = call(partial(fn, writer=writer_for(vault), caller=caller), path, *args)
+        outcome = call(partial(fn, writer=writer_for(vault), caller=caller, request_id=request_id), path, *args)
         require_written(outcome)
         return LessonOut(id=outcome.result["id"], status=status, path=str(path), superseded=superseded,
                          reindexed=reindexed(outcome, path), notices=list(outcome.notices))
@@ -350,21 +350,23 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
     def lesson_add(
         lesson: LessonText, cause: Cause, detect: Detect, ctx: Context,
         tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=40)]] | None, Field(max_length=10)] = None,
+        request_id: RequestId = None,
     ) -> LessonOut:
         """Record a lesson in docs/lessons.md; returns its new id (L-NNNN)."""
-        return lesson_tool(lessons.add_outcome, lesson, cause, detect, tags, status="active", ctx=ctx)
+        return lesson_tool(lessons.add_outcome, lesson, cause, detect, tags, status="active", ctx=ctx,
+                           request_id=request_id)
 
     @server.tool(annotations=WRITING, structured_output=True)
     def lesson_supersede(old_id: LessonId, lesson: LessonText, cause: Cause, detect: Detect,
-                         ctx: Context) -> LessonOut:
+                         ctx: Context, request_id: RequestId = None) -> LessonOut:
         """Replace an active lesson; the old one stays, marked superseded."""
         return lesson_tool(lessons.supersede_outcome, old_id, lesson, cause, detect, status="active",
-                           superseded=lessons.normalize_id(old_id), ctx=ctx)
+                           superseded=lessons.normalize_id(old_id), ctx=ctx, request_id=request_id)
 
     @server.tool(annotations=WRITING, structured_output=True)
-    def lesson_retire(id: LessonId, reason: Cause, ctx: Context) -> LessonOut:
+    def lesson_retire(id: LessonId, reason: Cause, ctx: Context, request_id: RequestId = None) -> LessonOut:
         """Mark an active lesson retired with the reason; its text stays."""
-        return lesson_tool(lessons.retire_outcome, id, reason, status="retired", ctx=ctx)
+        return lesson_tool(lessons.retire_outcome, id, reason, status="retired", ctx=ctx, request_id=request_id)
 
     @server.tool(annotations=WRITING, structured_output=True)
     def adr_create(
@@ -376,11 +378,12 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         status: AdrStatus = "accepted",
         relates_to: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]] | None,
                               Field(max_length=20, description="graph entities it decides")] = None,
+        request_id: RequestId = None,
     ) -> AdrOut:
         """Write docs/adr/NNNN-slug.md (next number) and link it in the memory graph."""
         vault, caller, scope = who(ctx)
         outcome = call(partial(adr.record, writer=writer_for(vault), caller=caller, memory_file=memory_file,
-                               relates_to=relates_to or [], roots=graph_roots()),
+                               relates_to=relates_to or [], roots=graph_roots(), request_id=request_id),
                        adr_folder(vault), title, context, options, decision, status, guard=lock)
         require_written(outcome)
         result = outcome.result or {}
