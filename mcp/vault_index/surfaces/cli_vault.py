@@ -200,13 +200,15 @@ def cmd_provenance(app, args) -> int:
     found = app.writer(vault).history(caller, args.path)
     if is_outcome(found):
         return _finish(args, outcome_out(found).model_dump())
-    out = {"status": "ok", "message": f"{len(found)} writes", "path": args.path, "version": None,
-           "data": {"history": jsonable(found)}}
+    out = {"status": "ok", "message": f"{len(found)} write{'' if len(found) == 1 else 's'}", "path": args.path,
+           "version": None, "data": {"history": jsonable(found)}}
     if args.json:
         print(_json(out))
         return 0
     for entry in found:
-        print("  ".join(str(entry.get(k, "")) for k in ("date", "author", "agent", "op", "commit", "why")))
+        print(f"{entry.get('date', '')[:19]}  {str(entry.get('commit', ''))[:12]}  {entry.get('operation') or '-'}"
+              f"  {entry.get('author', '')}  agent {entry.get('agent') or '-'}, role {entry.get('role') or '-'}"
+              f"  {entry.get('why') or entry.get('subject', '')}")
     return 0
 
 
