@@ -143,3 +143,18 @@ def test_tension_lint_and_dashboard(env, tmp_path):
     assert "drafts" not in reader_board["collections"] and reader_board["notes"] == 2
     text = run(env, "dashboard", *v).stdout
     assert "open tensions       1" in text
+
+
+def test_bad_input_is_a_clear_error_never_a_traceback(env, tmp_path):
+    root = tmp_path / "v"
+    run(env, "init", str(root), "--no-index")
+    v = ["--vault", str(root)]
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00binary")
+    assert "cannot read" in run(env, "write", "drafts/x.md", *v, "--file", str(tmp_path / "none.md"), code=2).stderr
+    assert "not UTF-8" in run(env, "write", "drafts/x.md", *v, "--file", str(binary), code=2).stderr
+    assert "JSON" in run(env, "write", "drafts/x.md", *v, "--frontmatter", "{oops", code=2).stderr
+    assert "KEY=VALUE" in run(env, "write", "drafts/x.md", *v, "--set", "novalue", code=2).stderr
+    escape = js(env, "write", "../outside.md", *v, "--body", "x", "--set", "title=X", code=2)
+    assert escape["status"] == "refused" and not (tmp_path / "outside.md").exists()
+    assert "is a file" in run(env, "init", str(binary), code=2).stderr

@@ -163,16 +163,16 @@ def scaffold(root: Path, today: dt.date | None = None) -> dict:
         raise UsageError(f"{root} already has {', '.join(clash)}; init never overwrites a file: "
                          "choose an empty folder or move these away")
     load_config_text(files[".vault-index/config.yaml"])  # our own config must pass our own schema
-    root.mkdir(parents=True, exist_ok=True)
     created = []
     try:
+        root.mkdir(parents=True, exist_ok=True)
         for rel, text in files.items():
             _create(root / rel, text)
             created.append(rel)
     except FileExistsError as exc:
         raise UsageError(f"{exc.filename} appeared while init ran; nothing else was overwritten") from exc
     except OSError as exc:
-        raise VaultIndexError(f"could not create {exc.filename}: {exc.strerror}; created so far: "
+        raise VaultIndexError(f"could not create {exc.filename or root}: {exc.strerror or exc}; created so far: "
                               f"{', '.join(created) or 'nothing'}") from exc
     commit, notices = _commit(root, created)
     return {"root": str(root), "created": created, "commit": commit, "notices": notices}

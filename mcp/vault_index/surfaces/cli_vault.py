@@ -57,10 +57,19 @@ def _finish(args, out: dict) -> int:
 
 def _read_text(value: str | None, file: str | None) -> str | None:
     if file is not None:
-        raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1) if file == "-" else Path(file).read_bytes()
-        if len(raw) > MAX_BODY_BYTES:
-            raise UsageError(f"the text is over {MAX_BODY_BYTES:,} bytes")
-        return raw.decode("utf-8")
+        try:
+            if file == "-":
+                raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
+            else:
+                with open(file, "rb") as handle:  # a FIFO is fine here: `--file <(command)`
+                    raw = handle.read(MAX_BODY_BYTES + 1)
+            if len(raw) > MAX_BODY_BYTES:
+                raise UsageError(f"the text is over {MAX_BODY_BYTES:,} bytes")
+            return raw.decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{file} is not UTF-8 text") from exc
     return value
 
 
