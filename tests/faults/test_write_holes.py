@@ -217,3 +217,20 @@ def test_a_parent_swapped_for_a_symlink_after_the_check_is_caught(project, outsi
                                                                        frontmatter={"title": "t"}))
     assert outcome.status == "refused" and "symlink" in outcome.message
     assert untouched(outside)
+
+
+def test_the_graph_store_refuses_a_fifo_or_a_hardlink_without_blocking(tmp_path, outside):
+    from vault_index.services import graph
+    from vault_index.services.graph_rules import GraphFileError
+
+    note = outside / "victim.md"
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    hard = tmp_path / "hard.jsonl"
+    os.link(note, hard)
+    started = time.monotonic()
+    for store, words in ((fifo, "FIFO"), (hard, "hard links")):
+        with pytest.raises(GraphFileError, match=words):
+            graph.create(store, entities=[{"name": "X", "entityType": "t", "source": str(note)}])
+    assert time.monotonic() - started < 5
+    assert untouched(outside)
