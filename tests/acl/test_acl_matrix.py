@@ -349,3 +349,14 @@ def test_the_guest_is_denied_every_tool(app, vault, tmp_path, role):
     refused = {name for name, result in zip(GUEST_CALLS, results, strict=True) if denied(result)}
     assert refused == listed, [(n, _text(r)[:100]) for n, r in zip(GUEST_CALLS, results, strict=True)
                                if n not in refused]
+
+
+def test_a_folder_differing_only_in_letter_case_is_another_collection(app, vault, tmp_path):
+    """SQLite's LIKE ignores case: the exact per-path check must still keep `Alpha/` from `alpha` readers."""
+    write(vault, "Alpha/hidden.md", note("hidden", "quetzalcoatl feathers"))
+    app.index([str(vault)])
+    reader, admin = (call_as(app, vault, role, [("search_notes", {"query": "quetzalcoatl"}),
+                                                ("recall", {"query": "quetzalcoatl"})], tmp_path)
+                     for role in ("alpha_reader", "admin"))
+    assert reader[0].structured_content["hits"] == [] and reader[1].structured_content["notes"] == []
+    assert [h["path"] for h in admin[0].structured_content["hits"]] == [str(vault / "Alpha" / "hidden.md")]
