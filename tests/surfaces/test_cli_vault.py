@@ -155,6 +155,11 @@ def test_bad_input_is_a_clear_error_never_a_traceback(env, tmp_path):
     assert "not UTF-8" in run(env, "write", "drafts/x.md", *v, "--file", str(binary), code=2).stderr
     assert "JSON" in run(env, "write", "drafts/x.md", *v, "--frontmatter", "{oops", code=2).stderr
     assert "KEY=VALUE" in run(env, "write", "drafts/x.md", *v, "--set", "novalue", code=2).stderr
+    odd = js(env, "write", "drafts/odd.md", *v, "--body", "x", "--set", "title=[unclosed", "--set",
+             "created=2026-11-02", "--set", "tags=[a, b]")
+    assert odd["status"] == "written", odd
+    fields = js(env, "read", "drafts/odd.md", *v)["data"]["frontmatter"]
+    assert fields["title"] == "[unclosed" and fields["created"] == "2026-11-02" and fields["tags"] == ["a", "b"]
     escape = js(env, "write", "../outside.md", *v, "--body", "x", "--set", "title=X", code=2)
     assert escape["status"] == "refused" and not (tmp_path / "outside.md").exists()
     assert "is a file" in run(env, "init", str(binary), code=2).stderr

@@ -89,8 +89,22 @@ def _frontmatter_args(args) -> dict | None:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--set needs KEY=VALUE, got {item!r}")
-        fields[key.strip()] = yaml.safe_load(value) if value.strip() else None
+        fields[key.strip()] = _scalar(value, yaml)
     return fields or None
+
+
+def _scalar(value: str, yaml):
+    """A `--set` value as YAML would read it (numbers, lists, null), dates as ISO text, and the
+    raw text when it is not valid YAML (a stray bracket is still a title)."""
+    import datetime as dt
+
+    if not value.strip():
+        return None
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return parsed.isoformat() if isinstance(parsed, dt.date) else parsed
 
 
 def cmd_read(app, args) -> int:
