@@ -20,3 +20,11 @@ def test_summary_keeps_pipeline_order_and_marks_the_target():
     assert "| authorize | 0.10 | 0.10 | ok (< 20 ms) |" in text
     assert "| replace |" in text and "OVER 20 ms" in text
     assert "| commit | 90.00 | 90.00 | reported |" in text
+
+
+def test_disk_floor_times_each_replace_and_leaves_nothing(tmp_path):
+    from vault_index.tooling.bench_write import disk_floor
+
+    found = disk_floor(tmp_path, 3)
+    assert len(found) == 3 and all(ms > 0 for ms in found)
+    assert list(tmp_path.iterdir()) == []
