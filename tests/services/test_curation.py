@@ -149,3 +149,22 @@ def test_scaffold_never_overwrites(tmp_path):
     (linked / "drafts").symlink_to(tmp_path)
     with pytest.raises(UsageError, match="drafts/"):
         scaffold(linked, TODAY)
+
+
+def test_recent_writes_are_the_vaults_own_notes_relative_to_it(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=T", "-c", "user.email=t@x", *args],
+                       check=True, capture_output=True, timeout=30)
+
+    git("init", "-q")
+    write(tmp_path, "vault/a/x.md", "x")
+    write(tmp_path, "vault/a/code.py", "x")
+    write(tmp_path, "elsewhere/y.md", "y")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    write(tmp_path, "vault/b/z.md", "z")
+    git("add", "-A")
+    git("commit", "-qm", "second")
+    found = curation.recent_writes(tmp_path / "vault", lambda path: "/b/" not in path)
+    assert [(w["message"], w["paths"]) for w in found] == [("first", ["a/x.md"])]
+    assert curation.recent_writes(tmp_path / "elsewhere" / "none", lambda p: True) == []

@@ -230,11 +230,15 @@ def dashboard(notes: list[NoteFacts], tensions: list[dict], recent: list[dict]) 
 
 
 def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECENT_WRITES) -> list[dict]:
-    """The last commits that touched notes the caller may read (git log; [] outside a repository)."""
+    """The last commits that touched notes (.md) the caller may read (git log; [] outside a repository).
+
+    `--relative` and the pathspec `.` keep the log to the vault's own files with paths relative to
+    its root, also when the vault is a folder inside a larger repository.
+    """
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--name-only",
-             "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s"],
+            ["git", "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--relative", "--name-only",
+             "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."],
             capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -245,7 +249,7 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
     for record in proc.stdout.split("\x1e")[1:]:
         head, _, names = record.partition("\n")
         commit, when, author, subject = (head.split("\x1f") + ["", "", "", ""])[:4]
-        paths = [p for p in names.split("\n") if p.strip() and can_read(str(root / p))]
+        paths = [p for p in names.split("\n") if p.endswith(".md") and can_read(str(root / p))]
         if paths:
             found.append({"commit": commit, "date": when, "author": author, "message": subject, "paths": paths})
         if len(found) >= limit:
