@@ -234,3 +234,28 @@ def test_the_graph_store_refuses_a_fifo_or_a_hardlink_without_blocking(tmp_path,
             graph.create(store, entities=[{"name": "X", "entityType": "t", "source": str(note)}])
     assert time.monotonic() - started < 5
     assert untouched(outside)
+
+
+def test_one_note_reached_through_two_vault_roots_takes_one_lock(project):
+    """Two writers that opened the vault at different roots (the project, and docs/ inside it) must
+    still exclude each other on docs/lessons.md; with per-root lock folders a lesson was lost."""
+    outer = WriteService(Vault.open(project), lock_wait=0.3)
+    inner = WriteService(Vault.open(project / "docs"), lock_wait=0.3)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_change(old: str | None) -> str:
+        inside.set()
+        assert release.wait(10)
+        return (old or "") + "outer\n"
+
+    holder = threading.Thread(target=outer.update_file, args=(ME, "docs/lessons.md", slow_change),
+                              kwargs={"why": "hold the lock"})
+    holder.start()
+    try:
+        assert inside.wait(10)
+        second = inner.update_file(ME, "lessons.md", lambda old: (old or "") + "inner\n", why="meanwhile")
+        assert second.status == "locked", second
+    finally:
+        release.set()
+        holder.join(10)
+    assert (project / "docs" / "lessons.md").read_text() == "outer\n"

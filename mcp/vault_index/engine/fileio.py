@@ -261,6 +261,27 @@ def ensure_state_dir(root: Path, local_only: bool = False) -> int:
     return open_folder(root, LOCKS_DIR, create=True)
 
 
+def machine_locks_dir() -> int:
+    """Descriptor of the one folder that holds every document lock of this user on this machine.
+
+    Trigger: lock files under each vault's own `.vault-index/locks` let two writers that saw the
+    same note through different vault roots (a script's bare path before and after `docs/` exists,
+    `--vault` beside CLAUDE_PROJECT_DIR, a vault inside a project) lock in two folders.
+    Why: that lost a lesson in 2 of 6 runs of two concurrent `learn.py` processes.
+    Outcome: one folder (VAULT_LOCK_DIR, else $XDG_STATE_HOME or ~/.local/state, then
+    vault-index/locks, mode 0700); the key (the real folder's st_dev/st_ino plus the case-folded
+    name) already makes every alias of a note meet there, whichever root a writer started from.
+    """
+    chosen = os.environ.get("VAULT_LOCK_DIR")
+    if chosen:
+        folder = Path(chosen).expanduser()
+    else:
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        folder = Path(state).expanduser() / "vault-index" / "locks"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
 def document_key(dir_fd: int, name: str) -> str:
     """The lock key of `name` in an open folder: the folder's (st_dev, st_ino) and the case-folded name."""
     info = os.fstat(dir_fd)

@@ -243,7 +243,8 @@ class WriteService:
             return _failed(target, exc)
         locks = None
         try:
-            locks = fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None)
+            os.close(fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None))
+            locks = fileio.machine_locks_dir()
             lock = fileio.DocumentLock(locks, fileio.document_key(folder, target.parts[-1]), caller.identity,
                                        wait=self.lock_wait, shown=target.rel)
             try:
