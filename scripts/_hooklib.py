@@ -447,15 +447,25 @@ def activity_markdown(transcript: str, project: Path, n_requests: int = 10) -> s
     return "\n".join(lines) + "\n"
 
 
-def create_unique(folder: Path, stem: str, content: str) -> Path:
-    """Write folder/stem.md, or stem-2.md, stem-3.md ... : an existing note is never replaced."""
-    folder.mkdir(parents=True, exist_ok=True)
+def create_unique(folder: Path, stem: str, content: str, project: Path | None = None) -> Path:
+    """Write folder/stem.md, or stem-2.md, stem-3.md ... : an existing note is never replaced.
+
+    Written through the write service (lazily imported: only a hook that writes pays for it), so a
+    docs/handoffs that is a symlink out of `project`, a FIFO named like the note or a control folder
+    is refused with a clear message. The session's own notes are not role-checked (the local person
+    writes them), but every path rule holds.
+    """
+    ensure_package()
+    from vault_index.services.vault import Vault
+    from vault_index.services.write import Caller, WriteService, require_ok, writer_for_file
+
+    writer = WriteService(Vault.open(project)) if project is not None else writer_for_file(folder / f"{stem}.md")
+    caller = Caller.local(writer.vault, agent="claude-code-hook")
     for n in range(1, 1000):
         path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
-        try:
-            with open(path, "x", encoding="utf-8", newline="\n") as handle:
-                handle.write(content)
+        outcome = writer.update_file(caller, str(path), lambda _old: content, why=f"handoff note {path.name}",
+                                     exclusive=True, collection_check=False, operation="handoff")
+        if outcome.status != "stale":
+            require_ok(outcome)
             return path
-        except FileExistsError:
-            continue
     raise FileExistsError(f"{folder}/{stem}.md and 998 numbered variants all exist; remove some")

@@ -105,7 +105,8 @@ def new(args: argparse.Namespace) -> None:
         hooks.warn(f"transcript {transcript} is not a file; the note will have no requests or touched files")
     today = dt.date.today()
     text = render(args.topic.strip(), session_id, transcript, project, today)
-    path = hooks.create_unique(project / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text)
+    path = hooks.create_unique(project / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text,
+                               project)
     note = hooks.shown_path(path, project)
     the_card = card(note, args.topic.strip())
     if args.json:

@@ -19,6 +19,8 @@ from vault_index.engine.store import BUSY_TIMEOUT_S, Store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services.boundaries import agent_sources
 from vault_index.services.search import DEFAULT_MODE, Filters, Searcher
+from vault_index.services.vault import Vault
+from vault_index.services.write import WriteService
 from vault_index.types import SearchResult, SyncReport
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
@@ -66,6 +68,16 @@ class App:
         resolved = str(Path(path).expanduser().resolve()) if path else path
         known = {p for _, p in self.store.sources()}
         return self.store.remove_source(resolved if resolved in known else path)
+
+    # --- the curated write path -------------------------------------------------------------
+
+    def vault(self, root: Path | None = None) -> Vault:
+        """The vault at `root` (default: the project folder); raises ConfigError on a bad config."""
+        return Vault.open(root or project_dir())
+
+    def writer(self, vault: Vault) -> WriteService:
+        """The write service for `vault`, re-indexing each written file through this App."""
+        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)))
 
     # --- reads ------------------------------------------------------------------------------
 
