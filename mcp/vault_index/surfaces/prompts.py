@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
+from typing import Any
 
-from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
+from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from vault_index.engine.parse import split_frontmatter
 
@@ -85,18 +88,27 @@ def render(name: str, arguments: dict[str, str] | None) -> str:
 def register_prompts(server) -> None:
     """Add the five prompts to `server` (an MCPServer); called once from build_server."""
     for command in commands():
-        server.add_prompt(Prompt(
+        server.add_prompt(CommandPrompt(
             name=command.name,
             title=f"/{command.name}",
             description=command.description,
             arguments=[PromptArgument(name=command.argument, description=command.argument_help,
                                       required=command.required)],
-            fn=_renderer(command.name),
+            fn=partial(render, command.name),
         ))
 
 
-def _renderer(name: str):
-    def fn(**arguments: str) -> str:  # one user message: the SDK wraps a bare string
-        return render(name, arguments)
+class CommandPrompt(Prompt):
+    """A prompt whose refusals reach the client in our words.
 
-    return fn
+    Trigger: the SDK's Prompt.render answers a missing argument, and replaces any error the
+    function raises, with "Internal server error". Why: a client (and the person behind it) needs
+    to know which argument to pass. Outcome: render here; a bad argument is INVALID_PARAMS with
+    the message of `render` above.
+    """
+
+    async def render(self, arguments: dict[str, Any] | None, context: Any = None) -> list[Message]:
+        try:
+            return [UserMessage(self.fn(arguments))]
+        except ValueError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
