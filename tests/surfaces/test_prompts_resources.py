@@ -30,6 +30,7 @@ from mcp import Client
 
 COMMANDS_DIR = REPO / ".claude" / "commands"
 TIMEOUT_S = 60
+EVENT_WAIT_S = 15  # a notice is sent right after the request that caused it; this only bounds a hang
 # Prompts and resource templates are listed once per connection by hosts that show them; they do
 # not ride along with every turn as tools/list does, but they should stay small too.
 PROMPTS_AND_TEMPLATES_TOKEN_BUDGET = 2000
@@ -344,3 +345,23 @@ def test_list_changed_is_advertised_and_sent_when_a_source_is_added(tmp_path, va
     assert seen["after_index"] == 1
     assert note_uri(str((new_source / "spiny.md").resolve())) in seen["listed"] or \
         note_uri("spiny.md") in seen["listed"]
+
+
+def test_list_changed_reaches_a_listen_stream_on_the_2026_protocol(served, tmp_path):
+    app, server = served
+    new_source = tmp_path / "third"
+    write(new_source, "wombat.md", "# Wombat\n\nCube-shaped droppings.\n")
+
+    async def run(client):
+        events = []
+        async with client.listen(resources_list_changed=True) as stream:
+            await client.call_tool("search_notes", {"query": "garden", "mode": "keyword"})
+            with anyio.move_on_after(0.5):
+                events.append(("after search", await stream.__anext__()))
+            await client.call_tool("index_paths", {"paths": [str(new_source)]})
+            with anyio.fail_after(EVENT_WAIT_S):
+                events.append(("after index", await stream.__anext__()))
+        return events
+
+    events = _run(server, run)
+    assert [(when, type(event).__name__) for when, event in events] == [("after index", "ResourcesListChanged")]
