@@ -265,6 +265,24 @@ def test_resources_list_pages_with_a_cursor(tmp_path, open_app, monkeypatch):
     assert PAGE_SIZE == 100
 
 
+def test_note_names_that_uris_reserve_come_back(tmp_path, open_app):
+    root = tmp_path / "odd"
+    names = ["q?x.md", "h#1.md", "pc%41.md", "a+b.md", "my note.md", "ü.md", "sub/x y/z.md"]
+    for name in names:
+        write(root, name, f"# {name}\n")
+    app = open_app(None)
+    app.index([str(root)])
+    server = build_server(app, tmp_path / "memory.jsonl", vault_root=tmp_path)
+
+    async def run(client):
+        uris = [r.uri for r in (await client.list_resources()).resources if r.uri != GUIDE_URI]
+        return {(await client.read_resource(u)).contents[0].text for u in uris}, uris
+
+    texts, uris = _run(server, run)
+    assert texts == {f"# {name}" for name in names}
+    assert not any(c in uri.removeprefix("vault-index:") for uri in uris for c in "?# ")
+
+
 def test_a_shadowed_relative_path_is_listed_by_its_absolute_path(tmp_path, open_app):
     first, second = tmp_path / "a", tmp_path / "b"
     write(first, "same.md", "# First\n")

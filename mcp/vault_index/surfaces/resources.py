@@ -20,13 +20,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.shared.exceptions import MCPError
-from mcp.shared.uri_template import UriTemplate
 from mcp.types import INVALID_PARAMS, ListResourcesResult, PaginatedRequestParams, Resource
 
 from vault_index.services.app import MAX_NOTE_LINES, App
@@ -38,18 +38,22 @@ MARKDOWN = "text/markdown"
 # notes. Why: a host that lists resources on connect should not receive megabytes at once.
 # Outcome: pages of this many notes, the rest behind next_cursor (and the template for any path).
 PAGE_SIZE = 100
+LOCK_WAIT_S = 0.1
 # Requests after which the list is not re-checked: they cannot change it and come often.
 QUIET_METHODS = frozenset({"ping", "initialize", "resources/list", "resources/read", "prompts/list",
                            "prompts/get", "resources/templates/list", "tools/list", "completion/complete"})
 
-_TEMPLATE = UriTemplate.parse(NOTE_TEMPLATE)
 ReadNote = Callable[..., Any]  # the get_note tool: (path, ctx, start_line, max_lines) -> NoteOut
 ScopeOf = Callable[[Any], Any]  # Context -> the caller's Scope (services/access.py)
 
 
 def note_uri(path: str) -> str:
-    """The resource URI of a note path (relative to its source, or absolute)."""
-    return _TEMPLATE.expand({"path": path})
+    """The resource URI of a note path (relative to its source, or absolute).
+
+    Every character but letters, digits, `-._~` and `/` is percent-encoded: the template's `{+path}`
+    would leave `#`, `?` and `%` as they are, and a note named `q?.md` would not come back.
+    """
+    return NOTE_TEMPLATE.replace("{+path}", quote(path, safe="/"))
 
 
 def listed_notes(app: App) -> list[tuple[str, str]]:
@@ -182,7 +186,10 @@ class _ListChanges:
         return hashlib.sha256("\n".join(uri for _, uri in listed_notes(self.app)).encode()).hexdigest()
 
     def changed(self) -> bool:
-        if not self.lock.acquire(timeout=1):  # a long read holds it: check at a later request
+        # Trigger: a search can hold the shared connection for seconds (the first one loads the
+        # model). Why: waiting here would delay the answer of the request that just finished.
+        # Outcome: a busy connection skips this check; the next request makes it.
+        if not self.lock.acquire(timeout=LOCK_WAIT_S):
             return False
         try:
             key = self._key()
