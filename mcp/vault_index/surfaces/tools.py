@@ -41,6 +41,8 @@ from vault_index.services.access import Scope, graph_source, is_indexed, note_ta
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.surfaces import tool_errors
+from vault_index.surfaces.prompts import register_prompts
+from vault_index.surfaces.resources import register_resources
 from vault_index.surfaces.shapes import (
     AdrOut,
     GraphCreateOut,
@@ -478,6 +480,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
             return denied_outcome(caller)
         return curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
 
+    # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
+    # resource is read by the get_note tool above, so it answers what get_note answers
+    register_prompts(server)
+    register_resources(server, app, read_note=get_note, scope_of=lambda ctx: who(ctx)[2], lock=lock)
     return server
 
 
