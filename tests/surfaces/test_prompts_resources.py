@@ -365,8 +365,9 @@ def test_list_changed_is_advertised_and_sent_when_a_source_is_added(tmp_path, va
         note_uri("spiny.md") in seen["listed"]
 
 
-def test_list_changed_reaches_a_listen_stream_on_the_2026_protocol(served, tmp_path):
+def test_list_changed_reaches_a_listen_stream_on_the_2026_protocol(served, tmp_path, monkeypatch):
     app, server = served
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))  # an agent may add sources inside its project
     new_source = tmp_path / "third"
     write(new_source, "wombat.md", "# Wombat\n\nCube-shaped droppings.\n")
 
