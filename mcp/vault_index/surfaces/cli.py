@@ -17,6 +17,8 @@ from vault_index import __version__
 from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
+from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
+from vault_index.surfaces.cli_http import add_serve_options
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 
@@ -166,6 +168,10 @@ def cmd_bench(app, args) -> int:
 
 
 def cmd_serve(app, args) -> int:
+    if getattr(args, "http", None):
+        from vault_index.surfaces.cli_http import cmd_serve_http
+
+        return cmd_serve_http(args)
     from vault_index.surfaces.server import serve_stdio
 
     serve_stdio(args.memory_file, watch=getattr(args, "watch", False), role=getattr(args, "role", None),
@@ -284,7 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also re-index files of the sources that change on disk while serving")
     p.add_argument("--role", help="the role of every request (default $VAULT_ROLE, else the config's local_role)")
     p.add_argument("--vault", metavar="DIR", help="the vault (default $CLAUDE_PROJECT_DIR, else the working folder)")
+    add_serve_options(p)
     p.set_defaults(run=cmd_serve)
+    add_token_parsers(sub, common)
     return parser
 
 
@@ -306,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # eval and bench open their own indexes; serve opens one inside the server.
         # graph commands read the memory file only.
-        app = None if args.command in ("bench", "serve", "eval", "graph", "watch") else App.open()
+        app = None if args.command in ("bench", "serve", "eval", "graph", "watch", "token") else App.open()
         try:
             return args.run(app, args)
         finally:
