@@ -121,9 +121,10 @@ class ThreadServer:
 
 async def open_client(url: str, token: str | None, mode: str):
     """An SDK client (mode legacy, auto or 2026-07-28) with a bearer header; use with `async with`."""
-    from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from mcp import Client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     stack = contextlib.AsyncExitStack()

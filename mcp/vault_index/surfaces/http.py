@@ -326,7 +326,8 @@ class Guard:
         if wait > 0:
             return await _plain(send, 429, "too many requests; slow down",
                                 [(b"retry-after", str(max(1, round(wait))).encode())])
-        await self.inner(scope, _limited(receive, limit), send)
+        # /mcp: EraRouter reads the whole body under the same limit and answers 413 itself
+        await self.inner(scope, receive if scope["path"] == MCP_PATH else _limited(receive, limit), send)
 
     def _take(self, key: str) -> float:
         """0 when the request may go, else the seconds until the bucket holds a token again."""
