@@ -17,8 +17,8 @@ from vault_index import __version__
 from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
+from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
-from vault_index.surfaces.cli_http import add_serve_options
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 
@@ -158,6 +158,10 @@ def cmd_eval(app, args) -> int:
 
 
 def cmd_bench(app, args) -> int:
+    if args.http:
+        from vault_index.tooling.bench_http import run_http_bench
+
+        return run_http_bench(args)
     if args.write:
         from vault_index.tooling.bench_write import run_write_bench
 
@@ -276,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true",
                    help="instead: one note write through the running server, per stage (docs/bench.md)")
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
+    add_bench_options(p)
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)

@@ -27,6 +27,17 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-oauth", action="store_true", help="bearer tokens only (no OAuth endpoints)")
 
 
+def add_bench_options(p: argparse.ArgumentParser) -> None:
+    """`bench --http`: load on loopback through the HTTP server, beside stdio (docs/remote.md)."""
+    from vault_index.tooling.bench_http import DEFAULT_CLIENTS, DEFAULT_SEARCHES, DEFAULT_WRITES
+
+    p.add_argument("--http", action="store_true", help="instead: concurrent clients through `serve --http`")
+    p.add_argument("--clients", type=int, default=DEFAULT_CLIENTS, help=f"with --http (default {DEFAULT_CLIENTS})")
+    p.add_argument("--searches", type=int, default=DEFAULT_SEARCHES, help=f"with --http (default {DEFAULT_SEARCHES})")
+    p.add_argument("--http-writes", type=int, default=DEFAULT_WRITES, help=f"with --http (default {DEFAULT_WRITES})")
+    p.add_argument("--search-mode", default="keyword", help="with --http: search_notes mode (default keyword)")
+
+
 def parse_bind(text: str) -> tuple[str, int]:
     """"8765", "0.0.0.0:8765", "[::1]:8765" -> (host, port); loopback when no host is given."""
     host, _, port = text.rpartition(":")
