@@ -109,3 +109,17 @@ def test_body_and_rate_limits(guarded):
     limited = _post(s, s.token)
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
     assert _post(s, s.other).status_code != 429  # another credential has its own bucket
+
+
+def test_a_request_without_a_verified_token_is_the_guest_even_without_a_config(tmp_path):
+    """Behind the bearer middleware this never happens; if it did, no vault may treat it as the owner
+    (a vault without a config file treats a missing role as its owner)."""
+    from vault_index.services.vault import GUEST, Vault
+    from vault_index.surfaces.http import http_caller_factory
+
+    root = tmp_path / "plain"
+    write(root, "a.md", "# a\n")
+    vault = Vault.open(root)
+    assert vault.config_path is None and vault.grants(None) != GUEST  # the case that needs the guard
+    caller = http_caller_factory(vault, None)
+    assert vault.grants(caller.role) == GUEST

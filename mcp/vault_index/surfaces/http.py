@@ -39,6 +39,7 @@ DEFAULT_BURST = 200  # a client's start-up (tools/list, a few searches) fits in 
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 MODERN_MIN_VERSION = "2026-"  # protocol revisions are dates; every 2026+ revision is handshake-free
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+NO_ROLE = "(no token)"  # not a valid role name in any config: the deny-all guest
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,10 @@ def http_caller_factory(vault, ctx):
 
     token = get_access_token()
     claims = (token.claims or {}) if token is not None else {}
-    role = claims.get("role")
+    # Trigger: no verified token (never expected behind the bearer middleware).
+    # Why: role None means the built-in owner in a vault without a config file.
+    # Outcome: a role name no config can define, so the caller is the deny-all guest everywhere.
+    role = claims.get("role") or NO_ROLE
     who = f"remote {token.client_id}" if token is not None else "remote (no token)"
     return Caller(identity=f"{who} <{claims.get('token_id', 'none')}@vault-index>", role=role,
                   agent=client_name(ctx))
