@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import httpx
@@ -35,8 +36,20 @@ def test_no_token_no_start_and_no_plain_http_off_loopback(tmp_path):
     stored = (tmp_path / "index.remote" / "tokens.json").read_text()
     assert token not in stored and token[3:20] not in stored  # only the hash is kept
     assert (tmp_path / "index.remote" / "tokens.json").stat().st_mode & 0o077 == 0
-    listed = subprocess.run([CLI, "token", "list"], env=env, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
-    assert "owner" in listed.stdout and token not in listed.stdout
+    listed = subprocess.run([CLI, "token", "list", "--json"], env=env, capture_output=True, text=True,
+                            timeout=CALL_TIMEOUT_S)
+    [row] = json.loads(listed.stdout)
+    assert row["role"] == "owner" and token not in listed.stdout
+    store = TokenStore(tmp_path / "index.remote")
+    assert store.lookup(token).id == row["id"]
+    rotated = subprocess.run([CLI, "token", "rotate", row["id"]], env=env, capture_output=True, text=True,
+                             timeout=CALL_TIMEOUT_S)
+    fresh = rotated.stdout.strip()
+    assert rotated.returncode == 0 and fresh != token
+    assert store.lookup(token) is None and store.lookup(fresh).role == "owner"
+    unknown = subprocess.run([CLI, "token", "revoke", row["id"]], env=env, capture_output=True, text=True,
+                             timeout=CALL_TIMEOUT_S)
+    assert unknown.returncode == 2 and "token list" in unknown.stderr
     for bind in (f"0.0.0.0:{free_port()}", f"192.0.2.1:{free_port()}"):
         exposed = _serve(env, bind)
         assert exposed.returncode == 2 and "--behind-tls-proxy" in exposed.stderr, exposed.stderr
