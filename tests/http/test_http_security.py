@@ -136,3 +136,10 @@ def test_a_request_without_a_verified_token_is_the_guest_even_without_a_config(t
     assert vault.config_path is None and vault.grants(None) != GUEST  # the case that needs the guard
     caller = http_caller_factory(vault, None)
     assert vault.grants(caller.role) == GUEST
+
+
+def test_a_damaged_token_file_refuses_everyone(guarded, tmp_path):
+    s = guarded
+    assert _post(s, s.token).status_code == 200
+    (tmp_path / "index.remote" / "tokens.json").write_text("{not json")
+    assert _post(s, s.other).status_code == 401  # refused, not a 500 and never let through

@@ -53,6 +53,7 @@ REFRESH_TTL_S = 30 * 24 * 3600
 CONSENT_TTL_S = 600  # the owner has ten minutes to type the secret
 MAX_CONSENT_ATTEMPTS = 5  # wrong secrets before a pending consent is dropped
 MAX_PENDING = 256  # pending consents and codes kept; the oldest go first
+MAX_USED = 10_000  # used refresh / revoked access ids kept before the expired ones are dropped
 MAX_CLIENTS = 200  # dynamic registration is open to anyone who reaches the server: bounded
 KEY_FILE = "oauth.key"
 CLIENTS_FILE = "oauth-clients.json"
@@ -248,6 +249,9 @@ class OwnerOAuth:
         with self._lock:  # rotation: a refresh token works once
             if claims.jti in self._used:
                 raise TokenError("invalid_grant", "refresh token already used")
+            if len(self._used) > MAX_USED:  # an expired token fails on its expiry anyway
+                now = self.clock()
+                self._used = {jti: until for jti, until in self._used.items() if until >= now}
             self._used[claims.jti] = claims.expires
         record = self._live(claims.token_id)
         if record is None:

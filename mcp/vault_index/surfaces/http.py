@@ -18,10 +18,11 @@ What we add, because the SDK lacks it:
 from __future__ import annotations
 
 import html
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vault_index.errors import UsageError
+from vault_index.errors import UsageError, VaultIndexError
 from vault_index.services.oauth import OwnerOAuth, is_loopback
 from vault_index.services.tokens import TokenStore
 from vault_index.surfaces.http_asgi import MCP_PATH, Era, EraRouter, Guard
@@ -113,7 +114,11 @@ class BearerVerifier:
 
         if self.oauth is not None and token.startswith("vio."):
             return await self.oauth.load_access_token(token)
-        record = self.store.lookup(token)
+        try:
+            record = self.store.lookup(token)
+        except VaultIndexError as exc:  # a damaged token file: refuse everyone, say why in the log
+            logging.getLogger(__name__).error("token store unreadable, every request is refused: %s", exc)
+            return None
         if record is None:
             return None
         return AccessToken(token=token, client_id=f"token:{record.id}", scopes=[], subject=f"token:{record.id}",
