@@ -53,6 +53,8 @@ def test_no_token_no_start_and_no_plain_http_off_loopback(tmp_path):
     for bind in (f"0.0.0.0:{free_port()}", f"192.0.2.1:{free_port()}"):
         exposed = _serve(env, bind)
         assert exposed.returncode == 2 and "--behind-tls-proxy" in exposed.stderr, exposed.stderr
+    role = _serve(env, str(free_port()), "--role", "owner")
+    assert role.returncode == 2 and "token's" in role.stderr
     half_tls = _serve(env, f"0.0.0.0:{free_port()}", "--tls-cert", "c.pem")
     assert half_tls.returncode == 2 and "go together" in half_tls.stderr
 

@@ -65,10 +65,14 @@ def cmd_serve_http(args) -> int:
     from vault_index.services.tokens import TokenStore
     from vault_index.surfaces.http import check_startup, serve_http
 
+    if getattr(args, "role", None):
+        raise UsageError("--role is for stdio: over HTTP each request's role is its token's "
+                         "(`vault-index token new --role NAME`)")
     config = http_config(args)
     check_startup(config, TokenStore(config.credentials))
     print(f"vault-index: serving {config.base_url}/mcp (era {config.era}); Ctrl-C stops", file=sys.stderr, flush=True)
-    serve_http(config, memory_file=args.memory_file, vault_root=getattr(args, "vault", None))
+    serve_http(config, memory_file=args.memory_file, vault_root=getattr(args, "vault", None),
+               watch=getattr(args, "watch", False))
     return 0
 
 

@@ -247,18 +247,25 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
     return Guard(starlette, config, security_settings(config))
 
 
-def serve_http(config: HttpConfig, memory_file=None, vault_root=None) -> None:
-    """Check the start-up rules, then serve with uvicorn until Ctrl-C."""
+def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: bool = False) -> None:
+    """Check the start-up rules, then serve with uvicorn until Ctrl-C (`watch`: re-index changed files)."""
     import uvicorn
 
     from vault_index.services.app import App
 
     check_startup(config, TokenStore(config.credentials))
     app = App.open()
+    stop = None
     try:
         asgi = build_http_app(app, config, memory_file, vault_root)
+        if watch:  # as serve_stdio: its own connection on its own thread, sharing the models
+            from vault_index.services.watch import start_in_background
+
+            _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
         uvicorn.run(asgi, host=config.host, port=config.port, log_level="warning", ssl_certfile=config.tls_cert,
                     ssl_keyfile=config.tls_key, proxy_headers=config.behind_tls_proxy, lifespan="on",
                     timeout_graceful_shutdown=5)
     finally:
+        if stop is not None:
+            stop.set()
         app.close()
