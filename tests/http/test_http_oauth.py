@@ -204,6 +204,17 @@ def test_pkce_missing_wrong_or_plain_is_refused(server):
     assert "/oauth/consent" not in no_challenge.headers.get("location", "")
 
 
+def test_scopes_grant_nothing_and_refuse_nothing(server):
+    """A client registered without a scope may ask for one (claude.ai does); the role still decides."""
+    s = server
+    cid = client_id(s)
+    verifier, challenge = pkce()
+    params = {"response_type": "code", "client_id": cid, "redirect_uri": REDIRECT, "state": "st-1",
+              "code_challenge": challenge, "code_challenge_method": "S256", "scope": "claudeai"}
+    started = s.http.get("/authorize", params=params)
+    assert started.status_code == 302 and "/oauth/consent" in started.headers["location"], started.text
+
+
 def test_code_is_single_use(server):
     s = server
     cid = client_id(s)

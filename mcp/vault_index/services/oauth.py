@@ -86,6 +86,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class AnyScopeClient(OAuthClientInformationFull):
+    """A registered client whose requested scopes are accepted as given.
+
+    Scopes grant nothing here (the approving token's role decides every right), and clients differ
+    in what they ask for: claude.ai may register without a scope and then ask for one. The SDK's
+    default check refuses any scope not named at registration, which would only break such clients.
+    """
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        return requested_scope.split() if requested_scope else None
+
+
 class OwnerCode(AuthorizationCode):
     role: str
     token_id: str
@@ -152,7 +164,8 @@ class OwnerOAuth:
     # --- registration (RFC 7591) -----------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        return self._clients.get(client_id)
+        found = self._clients.get(client_id)
+        return AnyScopeClient.model_validate(found.model_dump()) if found is not None else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         bad = [str(u) for u in client_info.redirect_uris or [] if not redirect_allowed(str(u))]
