@@ -194,14 +194,15 @@ def test_pkce_missing_wrong_or_plain_is_refused(server):
     assert missing.status_code == 400
     wrong = exchange(s, cid, code, pkce()[0])
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    # the client and redirect are valid, so the refusal goes back to the client (RFC 6749 4.1.2.1),
+    # never on to the consent page
     plain = authorize(s, cid, verifier, method="plain")  # challenge == verifier: the plain method
-    assert plain.status_code in (302, 400)
-    if plain.status_code == 302:  # refused back to the client, never to the consent page
-        location = plain.headers["location"]
-        assert "error=invalid_request" in location and "/oauth/consent" not in location
     no_challenge = authorize(s, cid, None)
-    assert no_challenge.status_code in (302, 400)
-    assert "/oauth/consent" not in no_challenge.headers.get("location", "")
+    for refused in (plain, no_challenge):
+        assert refused.status_code == 302
+        location = refused.headers["location"]
+        assert location.startswith(REDIRECT + "?") and "error=invalid_request" in location
+        assert "code=" not in location
 
 
 def test_scopes_grant_nothing_and_refuse_nothing(server):
