@@ -86,6 +86,10 @@ def test_each_client_mode_against_each_era(remote, era):
             assert str(root / "notes" / "bikes.md") in seen["hits"]
             assert seen["write"]["status"] == "written", seen["write"]
             assert (root / note).read_text().endswith("remote\n")
+        if era == "modern":  # no sessions in 2026-07-28: the session stream (GET) and end (DELETE) are gone
+            for method in ("GET", "DELETE"):
+                gone = httpx.request(method, url, headers={"Authorization": f"Bearer {owner}"}, timeout=30)
+                assert gone.status_code == 405, method
 
 
 def test_the_tokens_role_decides(remote):
