@@ -17,6 +17,8 @@ from vault_index import __version__
 from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
+from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
+from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 
@@ -156,6 +158,10 @@ def cmd_eval(app, args) -> int:
 
 
 def cmd_bench(app, args) -> int:
+    if args.http:
+        from vault_index.tooling.bench_http import run_http_bench
+
+        return run_http_bench(args)
     if args.write:
         from vault_index.tooling.bench_write import run_write_bench
 
@@ -166,6 +172,10 @@ def cmd_bench(app, args) -> int:
 
 
 def cmd_serve(app, args) -> int:
+    if getattr(args, "http", None):
+        from vault_index.surfaces.cli_http import cmd_serve_http
+
+        return cmd_serve_http(args)
     from vault_index.surfaces.server import serve_stdio
 
     serve_stdio(args.memory_file, watch=getattr(args, "watch", False), role=getattr(args, "role", None),
@@ -270,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true",
                    help="instead: one note write through the running server, per stage (docs/bench.md)")
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
+    add_bench_options(p)
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)
@@ -284,7 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also re-index files of the sources that change on disk while serving")
     p.add_argument("--role", help="the role of every request (default $VAULT_ROLE, else the config's local_role)")
     p.add_argument("--vault", metavar="DIR", help="the vault (default $CLAUDE_PROJECT_DIR, else the working folder)")
+    add_serve_options(p)
     p.set_defaults(run=cmd_serve)
+    add_token_parsers(sub, common)
     return parser
 
 
@@ -306,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # eval and bench open their own indexes; serve opens one inside the server.
         # graph commands read the memory file only.
-        app = None if args.command in ("bench", "serve", "eval", "graph", "watch") else App.open()
+        app = None if args.command in ("bench", "serve", "eval", "graph", "watch", "token") else App.open()
         try:
             return args.run(app, args)
         finally:

@@ -1,0 +1,347 @@
+"""A single-owner OAuth 2.1 authorization server, so claude.ai (which needs OAuth) can connect.
+
+The MCP SDK's auth module does the protocol: RFC 8414 metadata, RFC 7591 registration, the
+authorize and token endpoints (PKCE S256 only: `plain` fails its request model; the verifier is
+checked there; expired codes and a changed redirect_uri are refused there), revocation, and the
+RFC 9728 resource metadata. This module is the provider those endpoints call, plus the state only
+we can decide:
+- redirect allowlist: https on claude.ai / claude.com (and their subdomains), or a loopback host
+  (http allowed there); anything else is refused at registration and again at /authorize;
+- the consent step: a page asks for the owner secret, a bearer token from `vault-index token new`
+  (compared in constant time, services/tokens.py); the approving token's role becomes the grant's
+  role, so an OAuth client never gets more than the secret it was approved with;
+- codes: 256 random bits, single use (popped), 5 minutes;
+- access tokens: 15 minutes; refresh tokens: 30 days, single use (a refresh returns a new pair).
+
+Tokens are self-contained and signed (HMAC-SHA256) with a key derived from this server's key and
+the approving token's stored hash: they survive a restart, and revoking or rotating that token
+(`vault-index token rotate ID`) invalidates every OAuth token it granted, with no list to clean.
+Codes, pending consents and used refresh tokens live in memory: a restart drops them, which only
+asks the owner to approve again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    RefreshToken,
+    RegistrationError,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from vault_index.services.tokens import TokenRecord, TokenStore, write_private
+
+CODE_TTL_S = 300  # the brief and OAuth 2.1: short-lived, single-use codes
+ACCESS_TTL_S = 900  # short-lived; claude.ai refreshes on its own
+REFRESH_TTL_S = 30 * 24 * 3600
+CONSENT_TTL_S = 600  # the owner has ten minutes to type the secret
+MAX_CONSENT_ATTEMPTS = 5  # wrong secrets before a pending consent is dropped
+MAX_PENDING = 256  # pending consents and codes kept; the oldest go first
+MAX_USED = 10_000  # used refresh / revoked access ids kept before the expired ones are dropped
+MAX_CLIENTS = 200  # dynamic registration is open to anyone who reaches the server: bounded
+KEY_FILE = "oauth.key"
+CLIENTS_FILE = "oauth-clients.json"
+TOKEN_MARK = "vio"  # "vio.<kind>.<payload>.<signature>": tells OAuth tokens from bearer tokens
+ALLOWED_HOSTS = ("claude.ai", "claude.com")
+LOOPBACK_NAMES = ("localhost",)
+
+
+def redirect_allowed(uri: str) -> bool:
+    """https on claude.ai / claude.com (or a subdomain), or a loopback host (any scheme of http/https)."""
+    try:
+        parts = urlsplit(str(uri))
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    if parts.username or parts.password or parts.fragment:
+        return False
+    if is_loopback(host):
+        return parts.scheme in ("http", "https")
+    return parts.scheme == "https" and any(host == h or host.endswith("." + h) for h in ALLOWED_HOSTS)
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class AnyScopeClient(OAuthClientInformationFull):
+    """A registered client whose requested scopes are accepted as given.
+
+    Scopes grant nothing here (the approving token's role decides every right), and clients differ
+    in what they ask for: claude.ai may register without a scope and then ask for one. The SDK's
+    default check refuses any scope not named at registration, which would only break such clients.
+    """
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        return requested_scope.split() if requested_scope else None
+
+
+class OwnerCode(AuthorizationCode):
+    role: str
+    token_id: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    client_id: str
+    params: AuthorizationParams
+    created: float
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class Claims:
+    kind: str  # "access" or "refresh"
+    client_id: str
+    role: str
+    token_id: str
+    expires: int
+    jti: str
+    scopes: tuple[str, ...]
+    resource: str | None
+
+
+class OwnerOAuth:
+    """The provider the SDK's auth routes call (OAuthAuthorizationServerProvider), plus consent."""
+
+    def __init__(self, store: TokenStore, issuer_url: str, clock=time.time):
+        self.store, self.issuer = store, issuer_url.rstrip("/")
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[str, Pending] = {}
+        self._codes: dict[str, OwnerCode] = {}
+        self._used: dict[str, float] = {}  # refresh jti -> expiry, and revoked access jti
+        self._key = self._load_key()
+        self._clients = self._load_clients()
+
+    # --- keys and clients (persisted beside the tokens) ------------------------------------------
+
+    def _load_key(self) -> bytes:
+        path = self.store.folder / KEY_FILE
+        try:
+            key = path.read_bytes()
+            if len(key) >= 32:
+                return key
+        except FileNotFoundError:
+            pass
+        key = secrets.token_bytes(32)
+        write_private(self.store.folder, KEY_FILE, key)
+        return key
+
+    def _load_clients(self) -> dict[str, OAuthClientInformationFull]:
+        try:
+            data = json.loads((self.store.folder / CLIENTS_FILE).read_text())
+            return {c["client_id"]: OAuthClientInformationFull.model_validate(c) for c in data}
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return {}
+
+    def _save_clients(self) -> None:
+        data = [c.model_dump(mode="json", exclude_none=True) for c in self._clients.values()]
+        write_private(self.store.folder, CLIENTS_FILE, json.dumps(data, indent=1).encode())
+
+    # --- registration (RFC 7591) -----------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        found = self._clients.get(client_id)
+        return AnyScopeClient.model_validate(found.model_dump()) if found is not None else None
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        bad = [str(u) for u in client_info.redirect_uris or [] if not redirect_allowed(str(u))]
+        if bad:
+            raise RegistrationError("invalid_redirect_uri",
+                                    f"redirect URIs must be https on claude.ai or claude.com, or a loopback "
+                                    f"address; refused: {', '.join(bad)}")
+        with self._lock:
+            if len(self._clients) >= MAX_CLIENTS:  # drop the oldest registration
+                self._clients.pop(next(iter(self._clients)))
+            self._clients[client_info.client_id] = client_info
+            self._save_clients()
+
+    # --- authorize and consent -------------------------------------------------------------------
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        if not redirect_allowed(str(params.redirect_uri)):
+            raise AuthorizeError("invalid_request", "redirect_uri is not on the allowlist")
+        request_id = secrets.token_urlsafe(24)
+        with self._lock:
+            self._trim(self._pending)
+            self._pending[request_id] = Pending(client.client_id, params, self.clock())
+        return f"{self.issuer}/oauth/consent?request={request_id}"
+
+    def pending(self, request_id: str) -> Pending | None:
+        with self._lock:
+            found = self._pending.get(request_id)
+            if found and self.clock() - found.created > CONSENT_TTL_S:
+                self._pending.pop(request_id, None)
+                return None
+            return found
+
+    def approve(self, request_id: str, secret: str) -> tuple[str | None, str]:
+        """(redirect URL with a fresh code, "") when the secret is a live token; else (None, why).
+
+        A wrong secret counts an attempt; after MAX_CONSENT_ATTEMPTS the request is dropped and the
+        client must start over, so the page cannot be used to guess secrets online.
+        """
+        found = self.pending(request_id)
+        if found is None:
+            return None, "this approval request is unknown or expired; start the connection again"
+        record = self.store.lookup(secret)
+        with self._lock:
+            if record is None:
+                if found.attempts + 1 >= MAX_CONSENT_ATTEMPTS:
+                    self._pending.pop(request_id, None)
+                else:
+                    self._pending[request_id] = Pending(found.client_id, found.params, found.created,
+                                                        found.attempts + 1)
+                return None, "wrong owner secret"
+            if self._pending.pop(request_id, None) is None:  # approved twice at once: one wins
+                return None, "this approval request was already used"
+            code = secrets.token_urlsafe(32)
+            params = found.params
+            self._trim(self._codes)
+            self._codes[code] = OwnerCode(
+                code=code, scopes=params.scopes or [], expires_at=self.clock() + CODE_TTL_S,
+                client_id=found.client_id, code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
+                redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource,
+                subject=f"token:{record.id}", role=record.role, token_id=record.id)
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state), ""
+
+    def _trim(self, table: dict) -> None:
+        while len(table) >= MAX_PENDING:
+            table.pop(next(iter(table)))
+
+    # --- codes and tokens ------------------------------------------------------------------------
+
+    async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> OwnerCode | None:
+        with self._lock:
+            return self._codes.get(code)
+
+    async def exchange_authorization_code(self, client: OAuthClientInformationFull, code: OwnerCode) -> OAuthToken:
+        with self._lock:  # single use: whoever pops it first gets the tokens
+            if self._codes.pop(code.code, None) is None:
+                raise TokenError("invalid_grant", "authorization code already used")
+        record = self._live(code.token_id)
+        if record is None:
+            raise TokenError("invalid_grant", "the secret that approved this code was revoked")
+        return self._pair(client.client_id, record, tuple(code.scopes), code.resource)
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        claims = self.verify(refresh_token, "refresh")
+        if claims is None or claims.client_id != client.client_id:
+            return None
+        return RefreshToken(token=refresh_token, client_id=claims.client_id, scopes=list(claims.scopes),
+                            expires_at=claims.expires, resource=claims.resource, subject=f"token:{claims.token_id}")
+
+    async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken,
+                                     scopes: list[str]) -> OAuthToken:
+        claims = self.verify(refresh_token.token, "refresh")
+        if claims is None:
+            raise TokenError("invalid_grant", "refresh token invalid or expired")
+        with self._lock:  # rotation: a refresh token works once
+            if claims.jti in self._used:
+                raise TokenError("invalid_grant", "refresh token already used")
+            if len(self._used) > MAX_USED:  # an expired token fails on its expiry anyway
+                now = self.clock()
+                self._used = {jti: until for jti, until in self._used.items() if until >= now}
+            self._used[claims.jti] = claims.expires
+        record = self._live(claims.token_id)
+        if record is None:
+            raise TokenError("invalid_grant", "the secret that approved this client was revoked")
+        return self._pair(client.client_id, record, tuple(scopes or claims.scopes), claims.resource)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        claims = self.verify(token, "access")
+        if claims is None:
+            return None
+        return AccessToken(token=token, client_id=claims.client_id, scopes=list(claims.scopes),
+                           expires_at=claims.expires, resource=claims.resource, subject=f"token:{claims.token_id}",
+                           claims={"role": claims.role, "token_id": claims.token_id})
+
+    async def revoke_token(self, token) -> None:
+        claims = self.verify(token.token, "access") or self.verify(token.token, "refresh")
+        if claims is not None:
+            with self._lock:
+                self._used[claims.jti] = claims.expires
+
+    # --- signing ---------------------------------------------------------------------------------
+
+    def _live(self, token_id: str) -> TokenRecord | None:
+        return self.store.get(token_id)
+
+    def _signing_key(self, record: TokenRecord) -> bytes:
+        return hmac.new(self._key, record.sha256.encode(), hashlib.sha256).digest()
+
+    def _pair(self, client_id: str, record: TokenRecord, scopes: tuple[str, ...], resource: str | None) -> OAuthToken:
+        now = int(self.clock())
+        access = self._sign(Claims("access", client_id, record.role, record.id, now + ACCESS_TTL_S,
+                                   secrets.token_urlsafe(12), scopes, resource), record)
+        refresh = self._sign(Claims("refresh", client_id, record.role, record.id, now + REFRESH_TTL_S,
+                                    secrets.token_urlsafe(12), scopes, resource), record)
+        return OAuthToken(access_token=access, token_type="Bearer", expires_in=ACCESS_TTL_S,
+                          scope=" ".join(scopes) or None, refresh_token=refresh)
+
+    def _sign(self, claims: Claims, record: TokenRecord) -> str:
+        payload = _b64(json.dumps({"c": claims.client_id, "r": claims.role, "t": claims.token_id,
+                                   "e": claims.expires, "j": claims.jti, "s": list(claims.scopes),
+                                   "res": claims.resource}, separators=(",", ":")).encode())
+        head = f"{TOKEN_MARK}.{claims.kind}.{payload}"
+        return f"{head}.{_b64(hmac.new(self._signing_key(record), head.encode(), hashlib.sha256).digest())}"
+
+    def verify(self, token: str, kind: str) -> Claims | None:
+        """The claims of a token we signed, of this kind, unexpired, unrevoked, whose approving
+        token still exists (and still has the role it had); None for anything else."""
+        try:
+            mark, got_kind, payload, signature = str(token).split(".")
+            if mark != TOKEN_MARK or got_kind != kind:
+                return None
+            data = json.loads(_unb64(payload))
+            claims = Claims(kind, str(data["c"]), str(data["r"]), str(data["t"]), int(data["e"]), str(data["j"]),
+                            tuple(data.get("s") or ()), data.get("res"))
+        except (ValueError, KeyError, TypeError):
+            return None
+        record = self._live(claims.token_id)
+        if record is None or record.role != claims.role:
+            return None
+        expected = hmac.new(self._signing_key(record), f"{mark}.{got_kind}.{payload}".encode(), hashlib.sha256).digest()
+        try:
+            if not hmac.compare_digest(expected, _unb64(signature)):
+                return None
+        except ValueError:
+            return None
+        if claims.expires < self.clock():
+            return None
+        with self._lock:
+            if kind == "access" and claims.jti in self._used:
+                return None
+        return claims
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+

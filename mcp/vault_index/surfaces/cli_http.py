@@ -1,0 +1,149 @@
+"""`vault-index serve --http` and `vault-index token new|list|revoke|rotate`: remote access (docs/remote.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from vault_index.errors import UsageError
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    """The HTTP options of `serve` (without --http, serve speaks stdio as before)."""
+    p.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP instead of stdio (host 127.0.0.1)")
+    p.add_argument("--era", choices=("auto", "legacy", "modern"), default="auto",
+                   help="protocol era: auto (each request's own), legacy (handshake revisions), modern (2026-07-28)")
+    p.add_argument("--public-url", metavar="URL", help="the https URL clients use (a proxy or tunnel in front)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="another Host name clients may use (repeatable); loopback names are always allowed")
+    p.add_argument("--behind-tls-proxy", action="store_true",
+                   help="allow a non-loopback bind without --tls-cert: a proxy in front terminates TLS")
+    p.add_argument("--tls-cert", metavar="PEM")
+    p.add_argument("--tls-key", metavar="PEM")
+    p.add_argument("--rate", type=float, default=None, help="requests per second per credential (0: no limit)")
+    p.add_argument("--burst", type=int, default=None, help="requests a credential may send at once")
+    p.add_argument("--no-oauth", action="store_true", help="bearer tokens only (no OAuth endpoints)")
+
+
+def add_bench_options(p: argparse.ArgumentParser) -> None:
+    """`bench --http`: load on loopback through the HTTP server, beside stdio (docs/remote.md)."""
+    from vault_index.tooling.bench_http import DEFAULT_CLIENTS, DEFAULT_SEARCHES, DEFAULT_WRITES
+
+    p.add_argument("--http", action="store_true", help="instead: concurrent clients through `serve --http`")
+    p.add_argument("--clients", type=int, default=DEFAULT_CLIENTS, help=f"with --http (default {DEFAULT_CLIENTS})")
+    p.add_argument("--searches", type=int, default=DEFAULT_SEARCHES, help=f"with --http (default {DEFAULT_SEARCHES})")
+    p.add_argument("--http-writes", type=int, default=DEFAULT_WRITES, help=f"with --http (default {DEFAULT_WRITES})")
+    p.add_argument("--search-mode", default="keyword", help="with --http: search_notes mode (default keyword)")
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """"8765", "0.0.0.0:8765", "[::1]:8765" -> (host, port); loopback when no host is given."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--http {text}: give [HOST:]PORT with a port from 1 to 65535")
+    return host, int(port)
+
+
+def http_config(args):
+    from vault_index.config import Settings
+    from vault_index.services.tokens import credentials_dir
+    from vault_index.surfaces.http import DEFAULT_BURST, DEFAULT_RATE_PER_S, HttpConfig
+
+    host, port = parse_bind(args.http)
+    return HttpConfig(host=host, port=port, era=args.era, public_url=args.public_url,
+                      allowed_hosts=tuple(args.allowed_host), behind_tls_proxy=args.behind_tls_proxy,
+                      tls_cert=args.tls_cert, tls_key=args.tls_key,
+                      rate_per_s=DEFAULT_RATE_PER_S if args.rate is None else args.rate,
+                      burst=DEFAULT_BURST if args.burst is None else args.burst, oauth=not args.no_oauth,
+                      credentials=credentials_dir(Settings.from_env().db_path))
+
+
+def cmd_serve_http(args) -> int:
+    from vault_index.services.tokens import TokenStore
+    from vault_index.surfaces.http import check_startup, serve_http
+
+    if getattr(args, "role", None):
+        raise UsageError("--role is for stdio: over HTTP each request's role is its token's "
+                         "(`vault-index token new --role NAME`)")
+    config = http_config(args)
+    check_startup(config, TokenStore(config.credentials))
+    print(f"vault-index: serving {config.base_url}/mcp (era {config.era}); Ctrl-C stops", file=sys.stderr, flush=True)
+    serve_http(config, memory_file=args.memory_file, vault_root=getattr(args, "vault", None),
+               watch=getattr(args, "watch", False))
+    return 0
+
+
+# --- tokens ---------------------------------------------------------------------------------------
+
+
+def _store():
+    from vault_index.config import Settings
+    from vault_index.services.tokens import TokenStore, credentials_dir
+
+    return TokenStore(credentials_dir(Settings.from_env().db_path))
+
+
+def cmd_token(app, args) -> int:
+    store = _store()
+    if args.token_command == "new":
+        token, record = store.new(args.role, args.label or "")
+        _known_role_note(args, record.role)
+        return _show(args, token, record)
+    if args.token_command == "rotate":
+        token, record = store.rotate(args.id)
+        print(f"token {args.id} revoked with every OAuth grant it approved", file=sys.stderr)
+        return _show(args, token, record)
+    if args.token_command == "revoke":
+        gone = store.revoke(args.id)
+        print(f"revoked {gone.id} (role {gone.role}) and every OAuth grant it approved", file=sys.stderr)
+        return 0
+    rows = [{"id": r.id, "role": r.role, "created": r.created, "label": r.label} for r in store.records()]
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for row in rows:
+            print(f"{row['id']}  {row['role']:<12} {row['created']}  {row['label']}")
+        if not rows:
+            print("no tokens; `vault-index token new --role owner` makes one", file=sys.stderr)
+    return 0
+
+
+def _show(args, token: str, record) -> int:
+    if args.json:
+        print(json.dumps({"token": token, "id": record.id, "role": record.role}))
+    else:
+        print(token)
+        print(f"id {record.id}, role {record.role}: shown once, only its hash is kept", file=sys.stderr)
+    return 0
+
+
+def _known_role_note(args, role: str) -> None:
+    """A role the vault config does not define works as the deny-all guest: say so, do not refuse."""
+    try:
+        from vault_index.config import project_dir
+        from vault_index.services.vault import Vault
+
+        vault = Vault.open(Path(args.vault) if getattr(args, "vault", None) else project_dir())
+        if vault.config_path is not None and role not in vault.config["roles"]:
+            print(f"note: the vault config has no role {role!r}; this token can do nothing until it does",
+                  file=sys.stderr)
+    except Exception:  # noqa: BLE001 - a note only; the token is made either way
+        pass
+
+
+def add_parsers(sub, common) -> None:
+    p = sub.add_parser("token", parents=[common], help="bearer tokens for `serve --http` (docs/remote.md)")
+    tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True)
+    new = tsub.add_parser("new", parents=[common], help="make a token for a role; printed once, stored hashed")
+    new.add_argument("--role", required=True, help="a role of the vault's .vault-index/config.yaml (owner by default)")
+    new.add_argument("--label", help="a note to recognise it by (e.g. laptop, claude.ai)")
+    new.add_argument("--vault", metavar="DIR", help="the vault whose roles it names (default: the project folder)")
+    tsub.add_parser("list", parents=[common], help="ids, roles and labels (never the tokens)")
+    revoke = tsub.add_parser("revoke", parents=[common], help="stop a token and every OAuth grant it approved")
+    revoke.add_argument("id")
+    rotate = tsub.add_parser("rotate", parents=[common], help="a new token with the same role; the old one stops")
+    rotate.add_argument("id")
+    p.set_defaults(run=cmd_token)

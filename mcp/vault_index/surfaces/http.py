@@ -1,0 +1,271 @@
+"""The Streamable HTTP transport: the tools of surfaces/tools.py behind bearer tokens and OAuth.
+
+What the MCP SDK does here (we only assemble it): both protocol eras from one session manager
+(the handshake revisions through its stateful transport, 2026-07-28 through its single-exchange
+entry), Host/Origin checks (TransportSecuritySettings), the body limit, the bearer middleware, the
+RFC 9728 resource metadata and every OAuth endpoint (services/oauth.py is the provider).
+
+What we add, because the SDK lacks it:
+- era routing keyed on the request body (`EraRouter`): the SDK picks the era from the
+  MCP-Protocol-Version header alone; the spec asks us to look at the request itself;
+- a pinned era (`--era legacy|modern`) answering the other era with the fallback signal:
+  JSON-RPC error -32022 (unsupported protocol version) naming the versions this server speaks;
+- a per-credential rate limit and one Host/Origin check in front of every route (`Guard`);
+  both layers live in surfaces/http_asgi.py;
+- the caller: a token's role (services/tokens.py) becomes the write service's Caller.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vault_index.errors import UsageError, VaultIndexError
+from vault_index.services.oauth import OwnerOAuth, is_loopback
+from vault_index.services.tokens import TokenStore
+from vault_index.surfaces.http_asgi import MCP_PATH, Era, EraRouter, Guard
+
+DEFAULT_PORT = 8765
+MAX_BODY_BYTES = 4 * 1024 * 1024  # note_write takes a body of up to 1,000,000 characters
+DEFAULT_RATE_PER_S = 20.0  # sustained requests per second per credential
+DEFAULT_BURST = 200  # a client's start-up (tools/list, a few searches) fits in the burst
+NO_ROLE = "(no token)"  # not a valid role name in any config: the deny-all guest
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    era: Era = "auto"
+    public_url: str | None = None  # https://vault.example.com when a proxy or tunnel fronts it
+    allowed_hosts: tuple[str, ...] = ()  # extra Host names (a LAN name); public_url's host is added
+    behind_tls_proxy: bool = False
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    rate_per_s: float = DEFAULT_RATE_PER_S
+    burst: int = DEFAULT_BURST
+    max_body: int = MAX_BODY_BYTES
+    oauth: bool = True
+    credentials: Path = field(default_factory=Path)  # the token folder (services/tokens.credentials_dir)
+
+    @property
+    def base_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        scheme = "https" if self.tls_cert else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
+
+
+def check_startup(config: HttpConfig, store: TokenStore) -> None:
+    """Refuse to start where a vault would reach a network unprotected (a UsageError says what to do)."""
+    if not store.records():
+        raise UsageError("no token yet: the HTTP server never starts unauthenticated. Create one with "
+                         "`vault-index token new --role owner` (printed once) and start again")
+    if not is_loopback(config.host) and not config.tls_cert and not config.behind_tls_proxy:
+        raise UsageError(f"{config.host} is not a loopback address and there is no TLS: give --tls-cert and "
+                         "--tls-key, or --behind-tls-proxy when a proxy (Caddy, a tunnel) terminates TLS")
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    if config.public_url and not (config.public_url.startswith("https://")
+                                  or is_loopback(_hostname(config.public_url))):
+        raise UsageError("--public-url must be https:// (OAuth refuses plain http except on loopback)")
+
+
+def _hostname(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname or ""
+
+
+def security_settings(config: HttpConfig):
+    """Host and Origin values a request may carry (DNS rebinding: a foreign name is refused)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
+               "https://127.0.0.1:*", "https://localhost:*", "https://[::1]:*"]
+    names = list(config.allowed_hosts)
+    if not is_loopback(config.host) and config.host not in ("0.0.0.0", "::"):
+        names.append(config.host)
+    if config.public_url:
+        names.append(_hostname(config.public_url))
+    for name in names:
+        shown = f"[{name}]" if ":" in name else name
+        hosts += [shown, f"{shown}:*"]
+        origins += [f"https://{shown}", f"https://{shown}:*", f"http://{shown}:*", f"http://{shown}"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+# --- who calls ------------------------------------------------------------------------------------
+
+
+class BearerVerifier:
+    """The SDK's TokenVerifier: a bearer token from the store, or an OAuth access token we signed."""
+
+    def __init__(self, store: TokenStore, oauth: OwnerOAuth | None):
+        self.store, self.oauth = store, oauth
+
+    async def verify_token(self, token: str):
+        from mcp.server.auth.provider import AccessToken
+
+        if self.oauth is not None and token.startswith("vio."):
+            return await self.oauth.load_access_token(token)
+        try:
+            record = self.store.lookup(token)
+        except VaultIndexError as exc:  # a damaged token file: refuse everyone, say why in the log
+            logging.getLogger(__name__).error("token store unreadable, every request is refused: %s", exc)
+            return None
+        if record is None:
+            return None
+        return AccessToken(token=token, client_id=f"token:{record.id}", scopes=[], subject=f"token:{record.id}",
+                           claims={"role": record.role, "token_id": record.id})
+
+
+def http_caller_factory(vault, ctx):
+    """For `build_server`: the request's role is its token's role; nothing else is trusted.
+
+    A request that reached a tool passed the bearer middleware, so a token is there; a missing one
+    (never expected) is the deny-all guest, not the owner.
+    """
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    from vault_index.services.write import Caller
+    from vault_index.surfaces.callers import client_name
+
+    token = get_access_token()
+    claims = (token.claims or {}) if token is not None else {}
+    # Trigger: no verified token (never expected behind the bearer middleware).
+    # Why: role None means the built-in owner in a vault without a config file.
+    # Outcome: a role name no config can define, so the caller is the deny-all guest everywhere.
+    role = claims.get("role") or NO_ROLE
+    who = f"remote {token.client_id}" if token is not None else "remote (no token)"
+    return Caller(identity=f"{who} <{claims.get('token_id', 'none')}@vault-index>", role=role,
+                  agent=client_name(ctx))
+
+
+# --- the consent page -----------------------------------------------------------------------------
+
+CONSENT_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>vault-index: approve access</title>
+<meta name="viewport" content="width=device-width,initial-scale=1"></head>
+<body style="font-family:sans-serif;max-width:32em;margin:3em auto">
+<h1>Approve access to this vault</h1>
+<p><b>{client}</b> asks to use this vault's tools. It will act with the role of the secret you enter.</p>
+<p style="color:#b00">{problem}</p>
+<form method="post" action="/oauth/consent">
+<input type="hidden" name="request" value="{request}">
+<label>Owner secret (a token from <code>vault-index token new</code>)<br>
+<input type="password" name="secret" autocomplete="off" style="width:100%"></label>
+<p><button type="submit">Approve</button></p></form></body></html>"""
+
+
+NO_STORE = {"cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'"}
+
+
+def consent_routes(oauth: OwnerOAuth):
+    from starlette.responses import HTMLResponse, RedirectResponse
+    from starlette.routing import Route
+
+    async def show(request):
+        request_id = request.query_params.get("request", "")
+        found = oauth.pending(request_id)
+        if found is None:
+            return HTMLResponse("<p>This approval request is unknown or expired; connect again.</p>", status_code=400)
+        client = await oauth.get_client(found.client_id)
+        name = (client.client_name if client else None) or found.client_id
+        return HTMLResponse(CONSENT_PAGE.format(client=html.escape(name), request=html.escape(request_id), problem=""),
+                            headers=NO_STORE)
+
+    async def submit(request):
+        form = await request.form()
+        request_id, secret = str(form.get("request", "")), str(form.get("secret", ""))
+        target, problem = oauth.approve(request_id, secret)
+        if target is None:
+            body = CONSENT_PAGE.format(client="this client", request=html.escape(request_id),
+                                       problem=html.escape(problem))
+            status = 403 if problem == "wrong owner secret" else 400
+            return HTMLResponse(body, status_code=status, headers=NO_STORE)
+        return RedirectResponse(target, status_code=302, headers={"cache-control": "no-store"})
+
+    return [Route("/oauth/consent", show, methods=["GET"]), Route("/oauth/consent", submit, methods=["POST"])]
+
+
+# --- assembling the app ---------------------------------------------------------------------------
+
+
+def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, clock=None):
+    """The ASGI app: /mcp (both eras, bearer or OAuth), OAuth endpoints, metadata, consent."""
+    import contextlib
+
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+    from mcp.server.auth.routes import (
+        build_resource_metadata_url,
+        create_auth_routes,
+        create_protected_resource_routes,
+    )
+    from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+    from pydantic import AnyHttpUrl
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.authentication import AuthenticationMiddleware
+    from starlette.routing import Route
+
+    from vault_index.surfaces.tools import build_server
+
+    store = TokenStore(config.credentials)
+    oauth = (OwnerOAuth(store, config.base_url, **({"clock": clock} if clock else {}))
+             if config.oauth else None)
+    server = build_server(app, memory_file, http_caller_factory, vault_root=vault_root)
+    # The SDK builds its session manager (both eras) here; we take its handler, not its routes,
+    # so our auth and era routing sit in front of it.
+    server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security_settings(config),
+                               max_request_body_size=config.max_body, host=config.host)
+    manager = server.session_manager
+    resource = AnyHttpUrl(config.base_url + MCP_PATH)
+    issuer = AnyHttpUrl(config.base_url)
+    endpoint = RequireAuthMiddleware(EraRouter(manager.handle_request, config.era, config.max_body), [],
+                                     build_resource_metadata_url(resource))
+    routes = [Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])]
+    routes += create_protected_resource_routes(resource_url=resource, authorization_servers=[issuer])
+    if oauth is not None:
+        routes += create_auth_routes(oauth, issuer, client_registration_options=ClientRegistrationOptions(enabled=True),
+                                     revocation_options=RevocationOptions(enabled=True))
+        routes += consent_routes(oauth)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_):
+        async with manager.run():
+            yield
+
+    starlette = Starlette(routes=routes, lifespan=lifespan, middleware=[
+        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BearerVerifier(store, oauth))),
+        Middleware(AuthContextMiddleware)])
+    return Guard(starlette, config, security_settings(config))
+
+
+def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: bool = False) -> None:
+    """Check the start-up rules, then serve with uvicorn until Ctrl-C (`watch`: re-index changed files)."""
+    import uvicorn
+
+    from vault_index.services.app import App
+
+    check_startup(config, TokenStore(config.credentials))
+    app = App.open()
+    stop = None
+    try:
+        asgi = build_http_app(app, config, memory_file, vault_root)
+        if watch:  # as serve_stdio: its own connection on its own thread, sharing the models
+            from vault_index.services.watch import start_in_background
+
+            _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
+        uvicorn.run(asgi, host=config.host, port=config.port, log_level="warning", ssl_certfile=config.tls_cert,
+                    ssl_keyfile=config.tls_key, proxy_headers=config.behind_tls_proxy, lifespan="on",
+                    timeout_graceful_shutdown=5)
+    finally:
+        if stop is not None:
+            stop.set()
+        app.close()
