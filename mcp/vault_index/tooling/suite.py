@@ -158,6 +158,10 @@ def run_suite(args) -> int:
         print(json.dumps(report))
     else:
         print(format_suite(results, by_kind=args.by_kind))
+        for name, res in results.items():
+            for mode, notes in res.get("notices", {}).items():
+                for note in notes:
+                    print(f"note ({name}, {mode}): {note}", file=sys.stderr)
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=2) + "\n")
     if args.baseline:
