@@ -281,6 +281,10 @@ def _verdicts(r: dict, targets: dict) -> list[str]:
     p95 = _dig(big, ("search", "hybrid", "p95_ms")) if big else None
     out.append(f"hybrid p95 at 100k {'not measured' if p95 is None else p95} ms "
                f"({'-' if p95 is None else 'met' if p95 < targets['hybrid_p95_ms_at_100k'] else 'missed'})")
+    floor = big.get("hybrid_floor_ratio") if big else None
+    limit = targets.get("hybrid_floor_ratio_at_100k", 2.5)
+    out.append(f"hybrid p95 / floor p95 at 100k {'not measured' if floor is None else floor}x "
+               f"({'-' if floor is None else 'met' if floor <= limit else 'missed'})")
     pct = _dig(r, ("embedder", "overhead_pct"))
     out.append(f"indexing overhead {'-' if pct is None else pct} % "
                f"({'-' if pct is None else 'met' if pct < targets['index_overhead_pct'] else 'missed'})")
