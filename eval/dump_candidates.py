@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from vault_index.services import fusion
 from vault_index.services.query import query_terms
 from vault_index.tooling.evaluation import load_golden

@@ -250,7 +250,8 @@ def main() -> int:
     margins = {n: [margin(r, bases[n]) for r in rows] for n, rows in table.items()}
     print("\nkeyword-score term (weight, power), held-out corpus: value chosen on the others -> held-out score")
     for held, i in leave_one_corpus_out(margins, criterion).items():
-        print(f"  {held}: {KEYWORD_TERM[i]} -> file {fmt(table[held][i], bases[held])} chunk {table[held][i]['chunk']:.3f}")
+        r = table[held][i]
+        print(f"  {held}: {KEYWORD_TERM[i]} -> file {fmt(r, bases[held])} chunk {r['chunk']:.3f}")
     # Shipped: the best worst-corpus file margin among variants that cost no corpus more than HARM
     # against the fusion before it (variant 0), at file or at chunk level.
     safe = [i for i in range(len(variants)) if all(
@@ -259,9 +260,10 @@ def main() -> int:
     print(f"  shipped (all corpora, no corpus {HARM} worse than before at either level): {KEYWORD_TERM[pick]}")
     print("| weight, power | " + " | ".join(names) + " |")
     for i, v in enumerate(KEYWORD_TERM):
-        print(f"| {v} | " + " | ".join(f"{fmt(table[n][i], bases[n])} c {table[n][i]['chunk']:.3f}" for n in names) + " |")
+        cells = [f"{fmt(table[n][i], bases[n])} c {table[n][i]['chunk']:.3f}" for n in names]
+        print(f"| {v} | " + " | ".join(cells) + " |")
     current = {**START, "bm": KEYWORD_TERM[pick][0], "bm_pow": KEYWORD_TERM[pick][1]}
-    print(f"\n| constant or rule (values tried) | " + " | ".join(f"{n} held out" for n in names) + " | chosen on all |")
+    print("\n| constant or rule (values tried) | " + " | ".join(f"{n} held out" for n in names) + " | chosen on all |")
     print("| --- " * (len(names) + 2) + "|")
     for name, values in AXES + RULES:
         held, chosen, _ = loco_axis(datasets, bases, current, name, values, criterion)
@@ -278,8 +280,8 @@ def main() -> int:
     for n in names:
         r = final[n][0]
         print(f"  {n}: file {fmt(r, bases[n])} chunk {r['chunk']:.3f} R@5 {r['r5']:.3f} MRR {r['mrr']:.3f} "
-              + " ".join(f"{k} {v[0]:.3f}/{bases[n]['keyword']['kinds'][k][0]:.3f}/{bases[n]['vector']['kinds'][k][0]:.3f} ({v[1]})"
-                         for k, v in sorted(r["kinds"].items())))
+              + " ".join(f"{k} {v[0]:.3f}/{bases[n]['keyword']['kinds'][k][0]:.3f}/"
+                         f"{bases[n]['vector']['kinds'][k][0]:.3f} ({v[1]})" for k, v in sorted(r["kinds"].items())))
     return 0
 
 

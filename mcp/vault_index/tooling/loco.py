@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-
 CRITERIA = ("mean", "worst")
 # A variant replaces the first one listed (the incumbent: the value in use, or a rule off) only
 # when it gains at least this much on the training corpora. About one question moving from rank
