@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from _hooklib import ensure_package
 
@@ -34,3 +36,39 @@ def report(problems: list[str], all_well: str) -> int:
     if not problems:
         print(all_well, file=sys.stderr)
     return 1 if problems else 0
+
+
+@contextmanager
+def open_writer(path: Path) -> Iterator:
+    """The write service for `path`, re-indexing through the App when an index exists.
+
+    Trigger: the terminal twin of an MCP write tool used to skip the re-index the tool did.
+    Why: one write path means the same stages whoever writes.
+    Outcome: with an index file, writes re-index through App.writer; without one (nothing is
+    indexed, nothing to keep fresh) or without the index's packages (a bare python3), they do not.
+    """
+    from vault_index.config import Settings
+    from vault_index.services.write import writer_for_file
+
+    writer = writer_for_file(path)
+    settings = Settings.from_env()
+    app = None
+    if settings.db_path.exists():
+        try:
+            from vault_index.services.app import App
+        except ImportError:  # a checkout run with a bare python3: no index packages here
+            App = None
+        if App is not None:
+            app = App.open(settings)
+            writer = app.writer(writer.vault)
+    try:
+        yield writer
+    finally:
+        if app is not None:
+            app.close()
+
+
+def say_notices(prog: str, outcome) -> None:
+    """A written outcome's notices (late stages that failed), one line each on stderr."""
+    for notice in outcome.notices:
+        print(f"{prog}: {notice}", file=sys.stderr)

@@ -58,7 +58,7 @@ def read_payload() -> dict:
         return {}
     try:
         data = json.loads(raw.decode("utf-8", errors="replace")) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -152,6 +152,42 @@ def _parse(raw: bytes) -> dict | None:
         record = json.loads(raw)
     except ValueError:  # includes UnicodeDecodeError
         return None
+    except RecursionError:  # thousands of nested [ or {: read it with the deep parts cut off
+        record = _parse_clamped(raw)
+    return record if isinstance(record, dict) else None
+
+
+# A JSON string (escapes included) or a bracket: what the depth clamp steps through.
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+CLAMP_DEPTH = 32  # a record's fields sit at depth 3; tool inputs may nest a little more
+
+
+def _parse_clamped(raw: bytes) -> dict | None:
+    """Parse a line whose nesting is too deep for json, each part below CLAMP_DEPTH as null.
+
+    Trigger: a tool input nested thousands deep inside an assistant record. Why: dropping the
+    whole line skipped that message's usage, and the guard fell back to an older, smaller size
+    (it failed open). Outcome: the record keeps its type, flags and usage.
+    """
+    pieces, depth, kept_until, cut_from = [], 0, 0, -1
+    for token in _JSON_TOKEN.finditer(raw):
+        char = token.group()[:1]
+        if char == b'"':
+            continue
+        if char in b"[{":
+            depth += 1
+            if depth == CLAMP_DEPTH + 1:
+                cut_from = token.start()
+        else:
+            if depth == CLAMP_DEPTH + 1 and cut_from >= 0:
+                pieces += [raw[kept_until:cut_from], b"null"]
+                kept_until, cut_from = token.end(), -1
+            depth -= 1
+    pieces.append(raw[kept_until:])
+    try:
+        record = json.loads(b"".join(pieces))
+    except (ValueError, RecursionError):
+        return None
     return record if isinstance(record, dict) else None
 
 
@@ -214,25 +250,80 @@ def context_tokens(records: list[dict]) -> int | None:
     return latest
 
 
+# Keys of the record itself, found by plain byte search (memchr-fast). Inside a JSON string every
+# quote is escaped, so `usage":` (a quote right after the word) never occurs in quoted text: a
+# tool result that mentions usage or compaction (\"usage\": ...) is never parsed. Both the compact
+# (`"usage":{`) and the spaced (`"usage": {`) serialisations match.
+_USAGE_KEY = b'"usage":'
+_COMPACTION_KEYS = (b'compact_boundary"', b'"isCompactSummary":')
+# Claude Code writes isSidechain as a record's second key (after parentUuid): looked for in the
+# head only, so a tool input that carries the same key further on cannot hide a main-chain line.
+RECORD_HEAD_BYTES = 160
+_SIDECHAIN_KEYS = (b'"isSidechain":true', b'"isSidechain": true')
+SCAN_BLOCK_BYTES = 1024 * 1024
+STRADDLE_BYTES = 64  # a key cut by a block boundary is found in this much of either side
+
+
+def _marked(data: bytes) -> bool:
+    """Whether `data` holds a usage or compaction key of a record (not text quoted in one)."""
+    return _USAGE_KEY in data or any(key in data for key in _COMPACTION_KEYS)
+
+
+def _lines_backwards(path: Path, max_bytes: int) -> Iterator[bytes]:
+    """The file's complete lines that hold a marker, newest first, read in blocks from its end.
+
+    At most max_bytes are read. Only blocks that hold a marker are split into lines; a line
+    longer than a block is joined once, from its pieces, and only when it holds a marker.
+    """
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer; checked after opening.
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # a FIFO or /dev/zero never ends
+            raise OSError(f"{path} is not a regular file")
+        end = handle.seek(0, os.SEEK_END)
+        floor, position = max(0, end - max_bytes), end
+        pending: list[bytes] = []  # pieces of the line that continues past the block read last
+        pending_marked = False
+        while position > floor:
+            start = max(floor, position - SCAN_BLOCK_BYTES)
+            handle.seek(start)
+            block = handle.read(position - start)
+            position = start
+            straddle = _marked(block[-STRADDLE_BYTES:] + pending[0][:STRADDLE_BYTES]) if pending else False
+            cut = block.find(b"\n")
+            if cut < 0:
+                pending.insert(0, block)
+                pending_marked = pending_marked or straddle or _marked(block)
+                continue
+            if pending_marked or straddle or _marked(block[cut + 1:]):
+                for line in reversed((block[cut + 1:] + b"".join(pending)).split(b"\n")):
+                    if _marked(line):
+                        yield line
+            pending = [block[:cut]]
+            pending_marked = _marked(block[:cut])
+        if floor == 0 and pending_marked:
+            yield b"".join(pending)  # the file's first line is complete
+
+
 def latest_context_tokens(path: str | Path) -> int | None:
     """Context size of the session now, from the transcript's end; None when unknown.
 
-    Scans lines backwards and parses only those that can matter (a usage block or a compaction
-    marker), so a guard on a 50 MB transcript reads a few MB and parses a handful of lines.
+    Streams the file backwards and parses only lines whose own keys (not quoted text) hold a
+    usage block or a compaction marker, so the cost follows the distance to the latest
+    message, not the transcript's size (bench: `vault-index bench`, hooks part).
     """
     try:
-        for lines, _whole in _windows(Path(path)):
-            for raw in reversed(lines):
-                if b"compact_boundary" in raw or b"isCompactSummary" in raw:
-                    record = _parse(raw)
-                    if record is not None and is_compaction(record):
-                        return 0
-                if b'"usage"' not in raw:
-                    continue
+        for raw in _lines_backwards(Path(path), MAX_TAIL_BYTES):
+            if any(key in raw for key in _COMPACTION_KEYS):
                 record = _parse(raw)
-                tokens = context_of(record) if record is not None else None
-                if tokens is not None:
-                    return tokens
+                if record is not None and is_compaction(record):
+                    return 0
+            if _USAGE_KEY not in raw or any(key in raw[:RECORD_HEAD_BYTES] for key in _SIDECHAIN_KEYS):
+                continue  # subagents' lines (often most of a long tail) are skipped unparsed
+            record = _parse(raw)
+            tokens = context_of(record) if record is not None else None
+            if tokens is not None:
+                return tokens
     except (OSError, ValueError):
         return None
     return None
@@ -356,15 +447,25 @@ def activity_markdown(transcript: str, project: Path, n_requests: int = 10) -> s
     return "\n".join(lines) + "\n"
 
 
-def create_unique(folder: Path, stem: str, content: str) -> Path:
-    """Write folder/stem.md, or stem-2.md, stem-3.md ... : an existing note is never replaced."""
-    folder.mkdir(parents=True, exist_ok=True)
+def create_unique(folder: Path, stem: str, content: str, project: Path | None = None) -> Path:
+    """Write folder/stem.md, or stem-2.md, stem-3.md ... : an existing note is never replaced.
+
+    Written through the write service (lazily imported: only a hook that writes pays for it), so a
+    docs/handoffs that is a symlink out of `project`, a FIFO named like the note or a control folder
+    is refused with a clear message. The session's own notes are not role-checked (the local person
+    writes them), but every path rule holds.
+    """
+    ensure_package()
+    from vault_index.services.vault import Vault
+    from vault_index.services.write import Caller, WriteService, require_ok, writer_for_file
+
+    writer = WriteService(Vault.open(project)) if project is not None else writer_for_file(folder / f"{stem}.md")
+    caller = Caller.local(writer.vault, agent="claude-code-hook")
     for n in range(1, 1000):
         path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
-        try:
-            with open(path, "x", encoding="utf-8", newline="\n") as handle:
-                handle.write(content)
+        outcome = writer.update_file(caller, str(path), lambda _old: content, why=f"handoff note {path.name}",
+                                     exclusive=True, collection_check=False, operation="handoff")
+        if outcome.status != "stale":
+            require_ok(outcome)
             return path
-        except FileExistsError:
-            continue
     raise FileExistsError(f"{folder}/{stem}.md and 998 numbered variants all exist; remove some")

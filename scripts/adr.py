@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
-from _cli import report, run_script  # noqa: E402 - first: it makes vault_index importable from a checkout
+from _cli import open_writer, report, run_script, say_notices  # noqa: E402 - first: makes vault_index importable
 from vault_index.config import Settings, project_dir  # noqa: E402
-from vault_index.errors import UsageError, VaultIndexError  # noqa: E402
+from vault_index.errors import UsageError  # noqa: E402
 from vault_index.services import adr  # noqa: E402
 
 
@@ -58,17 +58,19 @@ def run(args: argparse.Namespace) -> int:
     if [args.context, args.options, args.decision].count("-") > 1:
         raise UsageError("only one section can be read from stdin ('-')")
     sections = [_text(value, stdin) for value in (args.context, args.options, args.decision)]
-    path = adr.create(folder, args.title, *sections, status=args.status)
-    print(path)
+    memory = None
     if not args.no_graph:
         memory = Path(args.memory_file).expanduser() if args.memory_file else Settings.from_env().memory_file
-        try:
-            linked = adr.link_adr(memory, path, args.relates)
-        except VaultIndexError as exc:
-            print(f"adr.py: written, but not linked in the memory graph: {exc}", file=sys.stderr)
-            return 2
-        if linked["missing"]:
-            print(f"adr.py: not in the graph, so not linked: {', '.join(linked['missing'])}", file=sys.stderr)
+    from vault_index.services.write import require_ok
+
+    with open_writer(folder / "0000.md") as writer:
+        outcome = adr.record(folder, args.title, *sections, status=args.status, writer=writer, memory_file=memory,
+                             relates_to=args.relates)
+    print(require_ok(outcome).result["path"])
+    # The record is written: a graph that could not be linked is a notice, never a failure to retry.
+    say_notices("adr.py", outcome)
+    if outcome.result.get("missing"):
+        print(f"adr.py: not in the graph, so not linked: {', '.join(outcome.result['missing'])}", file=sys.stderr)
     return 0
 
 

@@ -27,6 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _hooklib as hooks  # noqa: E402 - the scripts folder is not a package
 
 PLACEHOLDER = "<!-- to fill in: {} -->"
+# Claude Code's session ids are UUIDs; any letters, digits, `-` and `_` pass, so no id can name a
+# folder (`/`, `..`) or a glob pattern (`*`, `?`, `[`) when the transcript is looked up by it.
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
 def slugify(topic: str) -> str:
@@ -42,12 +45,18 @@ def claude_projects_dir() -> Path:
 def find_transcript(project: Path, session_id: str) -> Path | None:
     """Best effort: Claude Code keeps transcripts as projects/<project path, non-alnum -> '-'>/<session>.jsonl."""
     root = claude_projects_dir()
-    if session_id:
-        found = [p for p in root.glob(f"*/{session_id}.jsonl") if p.is_file()]
+    real_root = os.path.realpath(root)
+
+    def is_transcript(path: Path) -> bool:  # a regular file that really lies in the projects folder
+        real = os.path.realpath(path)
+        return real.startswith(real_root + os.sep) and os.path.isfile(real)
+
+    if session_id and SESSION_ID.fullmatch(session_id):
+        found = [p for p in root.glob(f"*/{session_id}.jsonl") if is_transcript(p)]
         if found:
             return found[0]
     folder = root / re.sub(r"[^A-Za-z0-9]", "-", str(project.resolve()))
-    candidates = [p for p in folder.glob("*.jsonl") if p.is_file()] if folder.is_dir() else []
+    candidates = [p for p in folder.glob("*.jsonl") if is_transcript(p)] if folder.is_dir() else []
     return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
 
 
@@ -84,6 +93,9 @@ def card(note: str, topic: str) -> str:
 def new(args: argparse.Namespace) -> None:
     project = Path(args.project).expanduser() if args.project else hooks.project_dir({})
     session_id, transcript = args.session or "", args.transcript or ""
+    if session_id and not SESSION_ID.fullmatch(session_id):
+        hooks.warn(f"{session_id[:80]!r} is not a session id (letters, digits, - and _); it is not used")
+        session_id = ""
     if not transcript:
         found = find_transcript(project, session_id)
         if found is not None:
@@ -93,7 +105,8 @@ def new(args: argparse.Namespace) -> None:
         hooks.warn(f"transcript {transcript} is not a file; the note will have no requests or touched files")
     today = dt.date.today()
     text = render(args.topic.strip(), session_id, transcript, project, today)
-    path = hooks.create_unique(project / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text)
+    path = hooks.create_unique(project / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text,
+                               project)
     note = hooks.shown_path(path, project)
     the_card = card(note, args.topic.strip())
     if args.json:

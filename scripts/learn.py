@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
-from _cli import report, run_script  # noqa: E402 - first: it makes vault_index importable from a checkout
+from _cli import open_writer, report, run_script, say_notices  # noqa: E402 - first: makes vault_index importable
 from vault_index.config import project_dir  # noqa: E402
 from vault_index.services import lessons  # noqa: E402
 
@@ -52,14 +52,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def write(path: Path, args: argparse.Namespace) -> None:
+    """add, supersede or retire through the write service (re-index and commit like the MCP tools)."""
+    from vault_index.services.write import require_ok
+
+    with open_writer(path) as writer:
+        if args.command == "add":
+            outcome = lessons.add_outcome(path, args.lesson, args.cause, args.detect, args.tags, writer=writer)
+        elif args.command == "supersede":
+            outcome = lessons.supersede_outcome(path, args.id, args.lesson, args.cause, args.detect, writer=writer)
+        else:
+            outcome = lessons.retire_outcome(path, args.id, args.reason, writer=writer)
+    print(require_ok(outcome).result["id"])
+    say_notices("learn.py", outcome)
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file) if args.file else project_dir() / "docs" / "lessons.md"
-    if args.command == "add":
-        print(lessons.add(path, args.lesson, args.cause, args.detect, args.tags))
-    elif args.command == "supersede":
-        print(lessons.supersede(path, args.id, args.lesson, args.cause, args.detect))
-    elif args.command == "retire":
-        print(lessons.retire(path, args.id, args.reason))
+    if args.command in ("add", "supersede", "retire"):
+        write(path, args)
     elif args.command == "list":
         found = lessons.list_lessons(path, include_all=args.all)
         if args.json:

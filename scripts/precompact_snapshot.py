@@ -58,7 +58,7 @@ def main() -> None:
         "",
     ]
     text = "\n".join(lines) + "\n" + hooks.activity_markdown(transcript, project, REQUESTS)
-    path = hooks.create_unique(project / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text)
+    path = hooks.create_unique(project / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text, project)
     # Claude Code (2.1.x) hands a PreCompact hook's stdout to the summariser as extra instructions
     # and shows it to the person, so it is a plain sentence that carries the path into the summary.
     print(f"{SNAPSHOT_NOTE} {hooks.shown_path(path, project)}", flush=True)

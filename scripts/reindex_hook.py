@@ -3,6 +3,11 @@
 stdin: {"tool_name": "Edit", "tool_input": {"file_path": ...}, "tool_response": {...}, "cwd": ...}
 stdout: nothing. Never blocks, always exits 0; a problem is one line on stderr.
 
+A busy index (a sync or another writer holding SQLite's write lock) is waited for at most
+HOOK_BUSY_TIMEOUT_S, not the 30 s other commands wait: the edit is then left to the watcher
+(`serve --watch`, `vault-index watch`) or the next `vault-index index`, and the hook says so.
+A FIFO or device named like a note is refused when opened, without blocking (engine/fileio.py).
+
 The index decides what counts: App.reindex_file ignores files outside registered sources,
 under secrets/ or hidden folders, and non-notes. Before paying for that import (about 130 ms)
 the hook drops the cheap cases itself: no file path, a failed tool, a suffix that is never a
@@ -17,6 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _hooklib as hooks  # noqa: E402 - the scripts folder is not a package
+
+# Trigger: the hook runs after every edit, while Claude Code waits for it.
+# Why: SQLite's 30 s busy wait held the session for the length of someone else's sync.
+# Outcome: give up after a moment; the file changed on disk, so the next sync takes it anyway.
+HOOK_BUSY_TIMEOUT_S = 0.5
 
 
 def tool_failed(response: object) -> bool:
@@ -51,13 +61,18 @@ def main() -> None:
     settings = Settings.from_env()
     if not settings.db_path.exists():
         return  # nothing indexed yet, so nothing to keep fresh
+    from vault_index.errors import IndexBusyError
     from vault_index.services.app import App
 
-    app = App.open(settings)
     try:
-        app.reindex_file(str(path))
-    finally:
-        app.close()
+        app = App.open(settings, busy_timeout=HOOK_BUSY_TIMEOUT_S)
+        try:
+            app.reindex_file(str(path))
+        finally:
+            app.close()
+    except IndexBusyError:
+        hooks.warn(f"the index is busy (another sync is writing); {path} is left to the watcher "
+                   "or the next `vault-index index`, which will pick it up")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,6 +11,10 @@ import pytest
 from helpers import BIKE, GARDEN, OLD_RUNBOOK, SECRET, SOURDOUGH, FakeEmbedder, make_settings, write
 from vault_index.engine.models import Models
 from vault_index.services.app import App
+
+# Document locks live in one folder per user (engine/fileio.machine_locks_dir); the suite and the
+# processes it spawns share a throwaway one instead of the person's ~/.local/state.
+os.environ.setdefault("VAULT_LOCK_DIR", tempfile.mkdtemp(prefix="vault-index-test-locks-"))
 
 
 @pytest.fixture

@@ -55,7 +55,9 @@ def test_no_frontmatter_and_an_empty_file_index_without_problems(vault, open_app
     hit = app.search("platypus", mode="hybrid").hits[0]
     assert hit.path == str(plain) and hit.heading == "plain"
     note = app.get_note(str(empty))
-    assert note["content"] == "" and note["total_lines"] == 0 and note["indexed"]
+    # an empty file is one empty line, as an editor shows it: line_end is never below line_start
+    assert note["content"] == "" and note["total_lines"] == 1 and note["indexed"]
+    assert note["line_start"] == note["line_end"] == 1
     assert app.get_note(str(only_fm))["title"] == "Nothing else"
 
 
@@ -120,7 +122,8 @@ def test_a_huge_file_is_skipped_and_reported(vault, open_app, untouched):
     assert "over the" in message and "limit" in message
     assert not any("capybara" in t for t in fake.embedded)
     assert app.search("capybara", mode="keyword").hits == ()
-    assert app.get_note(str(huge), max_lines=2)["truncated"]  # reading is windowed, not refused
+    with pytest.raises(UsageError, match="over the 2,000,000 byte limit"):  # what is not indexed is not served
+        app.get_note(str(huge), max_lines=2)
 
 
 def test_a_symlink_loop_inside_a_source_terminates(vault, open_app, untouched):

@@ -9,7 +9,7 @@ import time
 import pytest
 from helpers import snapshot, write
 from vault_index.engine import sources
-from vault_index.errors import OutsideSourcesError
+from vault_index.errors import OutsideSourcesError, UsageError
 from vault_index.services import fusion
 
 
@@ -55,15 +55,18 @@ def test_get_note_serves_only_notes_the_index_would_take(tmp_path, open_app):
     write(vault, "creds.json", '{"password": "hunter2"}')
     write(vault, ".indexignore", "private.md\n")
     write(vault, "private.md", "# Private\n\nnot for agents\n")
-    write(vault, "big.md", "# Big\n\n" + "x" * (2_000_001))
+    write(vault, "big.md", "# Big\n\n" + "x" * 1_999_000)
+    write(vault, "huge.md", "# Huge\n\n" + "x" * 2_000_001)
     app = open_app(None)
     app.index([str(vault)])
     assert app.get_note("ok.md")["content"].startswith("# Ok")
     for rel in ("creds.json", "private.md"):
         with pytest.raises(OutsideSourcesError, match="never served"):
             app.get_note(rel)
-    big = app.get_note("big.md")  # windowed and capped, never refused or read whole
+    big = app.get_note("big.md")  # windowed and capped
     assert big["truncated"] and len(big["content"]) <= 100_000
+    with pytest.raises(UsageError, match="over the"):  # too big to index, so not served either
+        app.get_note("huge.md")
 
 
 @pytest.mark.parametrize("folder", [".ssh", "secrets", "vault/.obsidian"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from vault_index.services import files
+from vault_index.engine import fileio
 from vault_index.services import graph as memory
 from vault_index.services.graph import (
     DanglingRelationError,
@@ -135,32 +135,28 @@ def test_a_write_that_fails_midway_leaves_the_file_byte_identical(memfile, notes
     seed(memfile, notes)
     before = memfile.read_bytes()
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **dir_fds):
         raise OSError("disk full")
 
-    monkeypatch.setattr(files.os, "replace", broken_replace)
+    monkeypatch.setattr(fileio.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         memory.create(memfile, entities=[{"name": "Compost", "entityType": "p", "source": str(notes / "garden.md")}])
     assert memfile.read_bytes() == before
-    assert sorted(p.name for p in memfile.parent.iterdir()) == ["memory.jsonl"]  # no temp or lock file left
+    # no temp file left; the lock file stays (kept on purpose: see fileio.DocumentLock)
+    assert sorted(p.name for p in memfile.parent.iterdir()) == [".memory.jsonl.lock", "memory.jsonl"]
 
 
 def test_a_held_lock_makes_a_writer_wait_then_give_up(memfile, notes, monkeypatch):
     seed(memfile, notes)
     before = memfile.read_bytes()
     monkeypatch.setattr(memory, "LOCK_WAIT_S", 0.2)
-    with files.file_lock(memfile):
+    folder = os.open(memfile.parent, os.O_RDONLY)
+    with fileio.DocumentLock(folder, ".memory.jsonl", "another writer"):
         with pytest.raises(GraphBusyError, match="busy") as caught:
             memory.create(memfile, entities=[{"name": "C", "entityType": "p", "source": str(notes / "garden.md")}])
-    assert caught.value.exit_code == 6
+    os.close(folder)
+    assert caught.value.exit_code == 6 and "another writer" in str(caught.value)
     assert memfile.read_bytes() == before
-
-
-def test_a_lock_file_works_where_fcntl_is_missing(memfile, notes, monkeypatch):
-    monkeypatch.setattr(files, "fcntl", None)
-    seed(memfile, notes)
-    assert len(memory.load(memfile).entities) == 2
-    assert not files.lock_path(memfile).exists()  # released
 
 
 WRITER = """

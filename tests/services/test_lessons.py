@@ -8,8 +8,9 @@ from datetime import date
 
 import pytest
 from helpers import REPO
+from vault_index.engine import fileio
 from vault_index.errors import NotFoundError, UsageError, VaultIndexError
-from vault_index.services import files, lessons
+from vault_index.services import lessons
 
 TODAY = date.today().isoformat()
 
@@ -130,16 +131,17 @@ def test_a_crash_mid_write_leaves_the_file_byte_identical(tmp_path, monkeypatch)
     _add(path, 1)
     before = path.read_bytes()
 
-    def crash(src, dst):
+    def crash(src, dst, **dir_fds):
         raise OSError("power cut")
 
-    monkeypatch.setattr(files.os, "replace", crash)
+    monkeypatch.setattr(fileio.os, "replace", crash)
     for action in (lambda: _add(path, 2), lambda: lessons.retire(path, "L-0001", "x"),
                    lambda: lessons.supersede(path, "L-0001", "y", "c", "d")):
         with pytest.raises(OSError, match="power cut"):
             action()
         assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["lessons.md"]  # no temp or lock file left
+    # no temp file left; the lock lives in the state folder (.vault-index/, git-ignored)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".vault-index", "lessons.md"]
     monkeypatch.undo()
     assert _add(path, 2) == "L-0002"  # the lock was released
 

@@ -13,9 +13,11 @@ from vault_index.config import DEFAULT_DB, DEFAULT_MEMORY_FILE
 
 CORE_TOOLS = {"index_paths", "search_notes", "get_note", "list_sources", "remove_source"}
 GRAPH_TOOLS = {"graph_create", "graph_search", "graph_open", "recall"}
-WRITE_TOOLS = {"lesson_add", "lesson_supersede", "lesson_retire", "adr_create"}  # surfaces/tools_write.py
-TOOLS = CORE_TOOLS | GRAPH_TOOLS | WRITE_TOOLS
-READ_TOOLS = {"search_notes", "get_note", "list_sources", "graph_search", "graph_open", "recall"}
+WRITE_TOOLS = {"lesson_add", "lesson_supersede", "lesson_retire", "adr_create"}
+VAULT_TOOLS = {"note_read", "note_write", "tension_log", "vault_review"}  # the curated vault
+TOOLS = CORE_TOOLS | GRAPH_TOOLS | WRITE_TOOLS | VAULT_TOOLS  # all declared in surfaces/tools.py
+READ_TOOLS = {"search_notes", "get_note", "list_sources", "graph_search", "graph_open", "recall", "note_read",
+              "vault_review"}
 TIMEOUT_S = 60
 
 
@@ -69,7 +71,7 @@ def test_every_tool_over_stdio(tmp_path, vault):
     before = snapshot(vault), snapshot(second)
     home_db_before = _stat_or_none(DEFAULT_DB)
 
-    server_env = {k: v for k, v in env.items() if k.startswith(("VAULT_", "HF_"))}
+    server_env = {k: v for k, v in env.items() if k.startswith(("VAULT_", "HF_", "PYTHONPATH"))}
     server_env["VAULT_MEMORY_FILE"] = str(tmp_path / "memory.jsonl")
     params = StdioServerParameters(command=CLI, args=[], env=server_env, cwd=str(tmp_path))
     with open(tmp_path / "server-stderr.log", "w") as errlog:
@@ -174,7 +176,7 @@ def test_graph_tools_and_recall_over_stdio(tmp_path, vault):
     before = snapshot(vault)
     home_memory_before = _stat_or_none(DEFAULT_MEMORY_FILE)
 
-    server_env = {k: v for k, v in env.items() if k.startswith(("VAULT_", "HF_"))}
+    server_env = {k: v for k, v in env.items() if k.startswith(("VAULT_", "HF_", "PYTHONPATH"))}
     server_env["CLAUDE_PROJECT_DIR"] = str(vault)
     # no command, only the option: `vault-index --memory-file X` serves, and X beats the env
     params = StdioServerParameters(command=CLI, args=["--memory-file", str(memfile)], env=server_env,

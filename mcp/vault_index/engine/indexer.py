@@ -10,38 +10,53 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
+from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
 from vault_index.engine.parse import parse_note
-from vault_index.engine.sources import check_source_path, is_note_path, looks_binary, source_of, walk_notes
+from vault_index.engine.sources import (
+    check_source_path,
+    is_note_path,
+    looks_binary,
+    real_path,
+    source_of,
+    walk_notes,
+)
 from vault_index.engine.store import Store
-from vault_index.errors import NotFoundError
+from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.types import SyncReport
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 EMBED_COMMIT_BATCH = 64
 
 
-def _read_note(path: Path) -> tuple[str | None, bytes | None, str | None]:
-    """(text, raw bytes, problem). Reading never changes the file."""
+def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | None, os.stat_result | None]:
+    """(text, raw bytes, problem, stat of what was read). Reading never changes the file.
+
+    Through engine/fileio.read_note: opened once from the source's real root, following no
+    link, regular files with one link only, so what is indexed (and shown in snippets) is never
+    a file outside the sources, and a FIFO named like a note never blocks the sync.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, None, f"skipped: {size:,} bytes is over the {MAX_FILE_BYTES:,} byte limit"
-        raw = path.read_bytes()
+        raw, info = read_note(root, path, MAX_FILE_BYTES)
+    except VaultIndexError as exc:  # a link, a FIFO or device, a second hard link, gone
+        return None, None, f"skipped: {exc}", None
     except OSError as exc:
-        return None, None, f"skipped: cannot read ({exc.strerror or exc})"
+        return None, None, f"skipped: cannot read ({exc.strerror or exc})", None
+    if raw is None:
+        return None, None, f"skipped: {info.st_size:,} bytes is over the {MAX_FILE_BYTES:,} byte limit", info
     if looks_binary(raw):
-        return None, raw, "skipped: binary file"
+        return None, raw, "skipped: binary file", info
     try:
-        return raw.decode("utf-8-sig"), raw, None
+        return raw.decode("utf-8-sig"), raw, None, info
     except UnicodeDecodeError as exc:
-        return None, raw, f"skipped: not UTF-8 (byte {exc.start})"
+        return None, raw, f"skipped: not UTF-8 (byte {exc.start})", info
 
 
 def register(store: Store, paths: Iterable[str]) -> list[tuple[int, Path]]:
@@ -76,11 +91,12 @@ def sync(
             report.problems.append((str(root), "source folder is missing; `vault-index remove` it"))
             continue
         unreadable: list[Path] = []
+        real_root = Path(real_path(root))
         files = [root] if root.is_file() else list(walk_notes(root, unreadable))
         known = store.file_paths(source_id)
         for done, path in enumerate(files, start=1):
             report.scanned += 1
-            _sync_file(store, source_id, path, report, count, max_tokens)
+            _guarded_sync_file(store, source_id, real_root, path, report, count, max_tokens)
             if progress:
                 progress("scan", done, len(files))
         for folder in unreadable:
@@ -103,10 +119,35 @@ def sync(
     return report
 
 
-def _sync_file(store: Store, source_id: int, path: Path, report: SyncReport, count, max_tokens: int) -> None:
+def _guarded_sync_file(
+    store: Store, source_id: int, root: Path, path: Path, report: SyncReport, count, max_tokens: int
+) -> None:
+    """_sync_file, with any failure of this one file reported instead of ending the sync.
+
+    Trigger: an exception nobody foresaw in reading, parsing or chunking one note.
+    Why: a sync of thousands of notes stopped at the first odd one, and every note after it
+    was never indexed. Outcome: the file is a reported problem (its old rows, if any, stay);
+    the sync goes on. Index-level failures (busy, read-only, a damaged database) still end it:
+    they would fail every other file too.
+    """
+    try:
+        _sync_file(store, source_id, root, path, report, count, max_tokens)
+    except (VaultIndexError, sqlite3.DatabaseError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one file's failure becomes its problem line
+        detail = " ".join(str(exc).split())[:200] or "no detail"
+        message = f"skipped: could not be indexed ({type(exc).__name__}: {detail}); the rest of the sync went on"
+        report.problems.append((str(path), message))
+        store.record_problem(str(path), message)
+
+
+def _sync_file(
+    store: Store, source_id: int, root: Path, path: Path, report: SyncReport, count, max_tokens: int
+) -> None:
+    """Index one note; `root` is its source's real path (folder, or the note for a file source)."""
     key = str(path)
     try:
-        stat = path.stat()
+        stat = os.stat(path, follow_symlinks=False)  # a note swapped for a link: changed, read, refused
     except OSError as exc:
         report.problems.append((key, f"skipped: {exc.strerror or exc}"))
         return
@@ -114,7 +155,7 @@ def _sync_file(store: Store, source_id: int, path: Path, report: SyncReport, cou
     if state and state.mtime == stat.st_mtime and state.size == stat.st_size:
         report.unchanged += 1
         return
-    text, raw, problem = _read_note(path)
+    text, raw, problem, read_stat = _read_note(root, path)
     if problem:
         report.problems.append((key, problem))
         store.record_problem(key, problem)
@@ -122,6 +163,7 @@ def _sync_file(store: Store, source_id: int, path: Path, report: SyncReport, cou
             store.delete_file(key)
         return
     digest = hashlib.sha256(raw).hexdigest()
+    stat = read_stat  # record the file that was read, not the one looked at before
     if state and state.hash == digest:
         store.touch_file(key, stat.st_mtime, stat.st_size)
         report.unchanged += 1
@@ -164,13 +206,14 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
         return None
     key, root = found
     source_id = next(i for i, r in sources if r == str(root))
-    if root.is_dir() and not is_note_path(Path(os.path.realpath(key)), Path(os.path.realpath(root))):
+    if root.is_dir() and not is_note_path(key, Path(real_path(root))):  # key: source_of's real path
         return None
     report = SyncReport()
     embedder = models.embedder()
     count = embedder.count_tokens if embedder else approximate_tokens
     if key.exists():
-        _sync_file(store, source_id, key, report, count, embedder.max_tokens if embedder else 512)
+        real_root = Path(real_path(root))
+        _guarded_sync_file(store, source_id, real_root, key, report, count, embedder.max_tokens if embedder else 512)
     elif store.file_state(str(key)):
         store.delete_file(str(key))
         report.removed += 1

@@ -7,6 +7,7 @@ the error so the indexer can report it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -20,6 +21,13 @@ _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
 # Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
 # expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
 MAX_FRONTMATTER_CHARS = 65_536
+# Real frontmatter nests two or three levels. Deeper is kept out of the index: the loader recurses
+# per level (a 64 KB "[[[[..." raised RecursionError out of the whole sync) and so does every
+# later json.dumps of the frontmatter.
+MAX_FRONTMATTER_DEPTH = 20
+# What a value can raise while YAML constructs it: "date: 2024-02-30" matches the timestamp
+# pattern and then fails in datetime (ValueError); nesting past Python's stack, RecursionError.
+_CONSTRUCT_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -48,17 +56,69 @@ def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
             raw = "\n".join(lines[1:i])
             if len(raw) > MAX_FRONTMATTER_CHARS:
                 return {}, f"frontmatter over {MAX_FRONTMATTER_CHARS:,} characters was not read", i + 1
+            if _flow_depth(raw) > MAX_FRONTMATTER_DEPTH:
+                return {}, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels and was not read", i + 1
             try:
                 data = yaml.load(raw, Loader=_NoAliasLoader) if raw.strip() else {}  # noqa: S506
-            except yaml.YAMLError as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
-                return {}, f"invalid YAML frontmatter: {first}", i + 1
+            except _CONSTRUCT_ERRORS as exc:
+                return {}, _yaml_problem(exc), i + 1
             if data is None:
                 return {}, None, i + 1
             if not isinstance(data, dict):
                 return {}, "frontmatter is not a mapping of keys to values", i + 1
+            if _data_depth(data) > MAX_FRONTMATTER_DEPTH:
+                return {}, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels and was not read", i + 1
             return {str(k): v for k, v in data.items()}, None, i + 1
     return {}, None, 0
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    """One line saying what is wrong with the frontmatter, never a traceback."""
+    if isinstance(exc, RecursionError):
+        return "invalid YAML frontmatter: nested too deeply"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if not isinstance(exc, yaml.YAMLError):  # a value YAML recognised but could not build
+        return f"invalid value in YAML frontmatter: {first} (for example a date that does not exist)"
+    return f"invalid YAML frontmatter: {first}"
+
+
+def _flow_depth(raw: str) -> int:
+    """How deep `[` and `{` nest outside quoted strings: checked before YAML recurses into them.
+
+    A cheap upper bound for flow style only; block-style nesting is measured on the loaded data
+    (_data_depth), and anything deeper than the stack still ends as RecursionError, caught.
+    """
+    depth = deepest = 0
+    quote, escaped = "", False
+    for char in raw:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _data_depth(data: object) -> int:
+    """Nesting depth of loaded frontmatter, without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_FRONTMATTER_DEPTH:
+                items = value.values() if isinstance(value, dict) else value
+                stack.extend((item, depth + 1) for item in items)
+    return deepest
 
 
 def _tags_from(frontmatter: dict, body: str) -> tuple[str, ...]:
@@ -71,9 +131,32 @@ def _tags_from(frontmatter: dict, body: str) -> tuple[str, ...]:
 
 
 def parse_note(path: str, text: str) -> Note:
-    """Parse one note. `text` is the decoded file content."""
+    """Parse one note. `text` is the decoded file content. Never raises on content.
+
+    Trigger: any exception while reading the frontmatter or the structure of one note.
+    Why: one odd file must not end a sync of thousands (the README promises the body is indexed).
+    Outcome: parse again as plain body (no frontmatter) and carry the failure as the note's error.
+    """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    frontmatter, error, body_start = split_frontmatter(text)
+    try:
+        return _parse(path, text, *split_frontmatter(text))
+    except Exception as exc:  # noqa: BLE001 - reported on the note, never raised
+        detail = " ".join(str(exc).split())[:200] or "no detail"
+        note = _parse(path, text, {}, None, _frontmatter_end(text.split("\n")))
+        return replace(note, frontmatter_error=(
+            f"could not be parsed ({type(exc).__name__}: {detail}); body indexed without frontmatter"))
+
+
+def _frontmatter_end(lines: list[str]) -> int:
+    """Index of the first body line: after a closed `---` block, else 0."""
+    if lines and lines[0].rstrip() == "---":
+        for i in range(1, len(lines)):
+            if lines[i].rstrip() in ("---", "..."):
+                return i + 1
+    return 0
+
+
+def _parse(path: str, text: str, frontmatter: dict, error: str | None, body_start: int) -> Note:
     lines = text.split("\n")
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []  # (level, heading text)

@@ -7,6 +7,8 @@ is never indexed is never served either.
 from __future__ import annotations
 
 import os
+import stat
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,9 +16,11 @@ from typing import TYPE_CHECKING
 from vault_index.errors import NotFoundError, OutsideSourcesError
 
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
-# Never indexed, never served, whatever the ignore files say.
+# Never indexed, never served, whatever the ignore files say. Compared in any letter case (see
+# folded_name): on macOS and Windows `Secrets/` and `secrets/` are the same folder.
 ALWAYS_SKIPPED_DIRS = frozenset({"secrets", ".git", ".obsidian", "node_modules", "__pycache__"})
 IGNORE_FILE = ".indexignore"
+MAX_IGNORE_FILE_BYTES = 1_000_000  # an .indexignore larger than this is not a list of patterns
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in a file's first 8 KB marks it binary, not a note
 
 if TYPE_CHECKING:  # pathspec loads only where a folder has an ignore file: the skip rules below
@@ -25,18 +29,58 @@ if TYPE_CHECKING:  # pathspec loads only where a folder has an ignore file: the 
 _Specs = list[tuple[Path, "pathspec.GitIgnoreSpec"]]
 
 
+REALPATH_TRIES = 3  # a path swapped between lstat and readlink makes realpath fail; it settles fast
+
+
+def real_path(path: str | os.PathLike) -> str:
+    """os.path.realpath that survives a path being swapped while it is resolved.
+
+    Trigger: realpath lstat()s a name, sees a link, then readlink() fails (EINVAL, ENOENT) when
+    the link was replaced by a file meanwhile. Why: that race raised a raw OSError out of
+    get_note and the edit hook. Outcome: retried a few times, then NotFoundError.
+    """
+    for _ in range(REALPATH_TRIES - 1):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise NotFoundError(f"{path} changed while it was being looked up; try again") from exc
+
+
 def looks_binary(head: bytes) -> bool:
     """`head`: the file's first bytes (at least BINARY_SNIFF_BYTES where the file has them)."""
     return b"\x00" in head[:BINARY_SNIFF_BYTES]
 
 
+def folded_name(part: str) -> str:
+    """A name as a case-insensitive file system compares it (roughly): `SECRETS`, `Secrets `
+    and `ｓｅｃｒｅｔｓ` all fold to `secrets`.
+
+    Trigger: the skip rule compared names exactly. Why: on macOS and Windows `Secrets/` is the
+    folder `secrets/`, and Windows drops trailing dots and spaces. Outcome: NFKC, casefold, and
+    trailing dots and spaces stripped; folding more names than the file system does only skips
+    more, never less.
+    """
+    return unicodedata.normalize("NFKC", part).casefold().rstrip(". ")
+
+
 def is_skipped_part(part: str) -> bool:
-    return part in ALWAYS_SKIPPED_DIRS or part.startswith(".")
+    return part.startswith(".") or folded_name(part) in ALWAYS_SKIPPED_DIRS
 
 
 def check_source_path(path: Path) -> None:
-    """Refuse a source that is itself hidden or secret (`~/.ssh`, `vault/secrets`)."""
-    if any(is_skipped_part(part) for part in path.parts[1:]):
+    """Refuse a source that is itself hidden or secret (`~/.ssh`, `vault/Secrets`), or that lies
+    inside a secrets or tooling folder (`vault/secrets/x`, `repo/.git/x`, `node_modules/x`).
+
+    A hidden folder ABOVE the source is the person's choice (`~/.local/share/notes`,
+    `~/.cache/x`): they named it. Hidden folders BELOW a source stay skipped by the walk. Whether
+    an agent may name the path at all is decided before this, in services/boundaries.py.
+    """
+    named = path.parts[1:]
+    if (named and is_skipped_part(named[-1])) or any(folded_name(part) in ALWAYS_SKIPPED_DIRS for part in named):
         raise OutsideSourcesError(
             f"{path} is or lies in a hidden, secrets or tooling folder; vault-index never indexes those"
         )
@@ -45,16 +89,34 @@ def check_source_path(path: Path) -> None:
 
 
 def _load_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
-    ignore_file = directory / IGNORE_FILE
-    if not ignore_file.is_file():
+    raw = _read_ignore_file(directory / IGNORE_FILE)
+    if raw is None:
         return None
-    try:
-        lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
+    lines = raw.decode("utf-8", errors="replace").splitlines()
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _read_ignore_file(path: Path) -> bytes | None:
+    """The ignore file's bytes, or None; never blocks on a FIFO named `.indexignore`.
+
+    Unlike a note, a linked ignore file is honoured: its patterns are never served, and not
+    applying them would index (and serve) the very files it excludes.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_IGNORE_FILE_BYTES:
+            return None
+        return os.read(fd, MAX_IGNORE_FILE_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _ignored(path: Path, is_dir: bool, specs: _Specs) -> bool:
@@ -105,7 +167,10 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
     specs: _Specs = []
 
     def visit(directory: Path) -> Iterator[Path]:
-        real = os.path.realpath(directory)
+        try:
+            real = real_path(directory)
+        except NotFoundError:  # swapped while we looked: the next sync sees what settles
+            return
         if real in seen_dirs or not _inside(Path(real), root):
             return
         seen_dirs.add(real)
@@ -133,7 +198,10 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
             elif is_file and path.suffix.lower() in NOTE_SUFFIXES and not _ignored(path, False, specs):
                 # A plain file's real path is its real folder's plus its name: no realpath call
                 # (a syscall per path component; it tripled the no-change re-sync at 100k notes).
-                real_file = os.path.realpath(path) if entry.is_symlink() else os.path.join(real, entry.name)
+                try:
+                    real_file = real_path(path) if entry.is_symlink() else os.path.join(real, entry.name)
+                except NotFoundError:
+                    continue
                 if real_file in seen_files or not _inside(Path(real_file), root):
                     continue
                 seen_files.add(real_file)
@@ -158,10 +226,10 @@ def source_of(path: str, roots: list[str]) -> tuple[Path, Path] | None:
     The real path is the key the folder walk gives the note, so an edit reported through a
     linked folder updates the same row.
     """
-    real = Path(os.path.realpath(path))
+    real = Path(real_path(path))
     for root in roots:
         root_path = Path(root)
-        if _inside(real, Path(os.path.realpath(root))):
+        if _inside(real, Path(real_path(root))):
             return real, root_path
     return None
 
@@ -178,9 +246,9 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
     candidates = [Path(path)] if os.path.isabs(path) else [Path(r) / path for r in roots]
     first_inside: Path | None = None  # a relative path is looked up in every source, in order
     for candidate in candidates:
-        real = Path(os.path.realpath(candidate))
+        real = Path(real_path(candidate))
         for root in roots:
-            root_real = Path(os.path.realpath(root))
+            root_real = Path(real_path(root))
             if root_real.is_file():
                 if real == root_real:
                     return real

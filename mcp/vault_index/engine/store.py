@@ -1,11 +1,13 @@
 """The SQLite index: one file (WAL), FTS5 for keywords, vectors as blobs keyed by content hash.
 
-Everything here is derived from the notes and can be rebuilt: a file that is not a database is
-moved aside and a fresh index is created, never "repaired" in place.
+Everything here is derived from the notes and can be rebuilt: a damaged index is moved aside and
+a fresh one made with the same sources, never "repaired" in place; an index that cannot be
+written is opened read-only (engine/recovery.py, docs/adr/0009-index-recovery.md).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -14,7 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.errors import IndexBusyError, NotFoundError
+from vault_index.engine import recovery
+from vault_index.errors import (
+    IndexBusyError,
+    IndexReadOnlyError,
+    IndexRebuiltError,
+    IndexUnavailableError,
+    NotFoundError,
+)
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -85,9 +94,9 @@ class ChunkRow:
     status: str
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+def _connect(path: Path, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=busy_timeout, check_same_thread=False)
+    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA journal_size_limit = 67108864")  # 64 MB: a truncated WAL stays small
@@ -109,18 +118,18 @@ def _migrate(db: sqlite3.Connection) -> None:
                 db.execute(f"PRAGMA user_version = {number}")
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _open(path: Path, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Connect and migrate, waiting out other processes that hold the file.
 
     Switching a fresh file to WAL can answer "locked" at once, without SQLite's busy handler
     (seen with two indexers starting together), so busy errors here are retried until
-    BUSY_TIMEOUT_S has passed.
+    `busy_timeout` (BUSY_TIMEOUT_S unless the caller must not wait, as the edit hook) has passed.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    deadline = time.monotonic() + busy_timeout
     while True:
         db = None
         try:
-            db = _connect(path)
+            db = _connect(path, busy_timeout)
             _migrate(db)
             return db
         except sqlite3.DatabaseError as exc:
@@ -129,40 +138,111 @@ def _open(path: Path) -> sqlite3.Connection:
             if not _is_busy(exc):
                 raise
             if time.monotonic() > deadline:
-                raise IndexBusyError(f"index {path} stayed busy for {BUSY_TIMEOUT_S:.0f} s; try again") from exc
+                raise IndexBusyError(f"index {path} stayed busy for {busy_timeout:g} s; try again") from exc
             time.sleep(0.05)
 
 
 class Store:
-    """A connection to the index file. One per process and use case; not shared across threads."""
+    """A connection to the index file. One per process and use case; not shared across threads.
 
-    def __init__(self, path: Path):
+    Opening never loses the registered sources and never takes a permission problem for damage
+    (docs/adr/0009-index-recovery.md): a damaged index (SQLite says "not a database" or
+    "malformed", at open through quick_check or later in any call) is moved aside and recreated
+    with its sources; an index that cannot be written is opened read-only; one that cannot be
+    opened at all is left where it is, with an error that says why.
+    """
+
+    def __init__(self, path: Path, busy_timeout: float = BUSY_TIMEOUT_S):
         self.path = Path(path)
+        self.busy_timeout = busy_timeout
         self.recovered_from: Path | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only: str | None = None  # why writes are refused, when they are
+        self.notices: list[str] = []
         try:
-            self.db = _open(self.path)
-        except sqlite3.DatabaseError:
-            # Trigger: the file exists but is not a readable index (truncated, overwritten).
-            # Why: the index is derived data; the notes are the record.
-            # Outcome: keep the bad file for inspection and start a fresh index.
-            self.recovered_from = self._move_aside()
-            self.db = _open(self.path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if not self.path.parent.is_dir():
+                raise IndexUnavailableError(
+                    f"cannot create the folder of the index {self.path} ({exc.strerror or exc}); "
+                    "point VAULT_INDEX_DB at a writable place"
+                ) from exc
+        self.db = self._connect()
+        if not self.read_only and not recovery.sources_file(self.path).exists():
+            recovery.save_sources(self.path, [p for _, p in self.sources()])
 
-    def _move_aside(self) -> Path:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            part = Path(str(self.path) + suffix)
-            if part.exists():
-                part.rename(Path(str(target) + suffix))
-        return target
+    def _connect(self) -> sqlite3.Connection:
+        """Open read-write, check, and fall back as the failure says (damaged, read-only, neither)."""
+        try:
+            db = _open(self.path, self.busy_timeout)
+        except sqlite3.DatabaseError as exc:
+            if recovery.is_damage(exc):
+                return self._rebuild(exc)
+            return self._connect_read_only(exc)
+        try:
+            recovery.quick_check(db, self.path)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            if recovery.is_damage(exc):
+                return self._rebuild(exc)
+            raise
+        # SQLite opens a file it cannot write (or whose -wal/-shm it cannot) read-only without a
+        # word; say so now rather than at the first write.
+        blocked = recovery.unwritable_part(self.path)
+        if blocked:
+            self._mark_read_only(blocked)
+        return db
+
+    def _mark_read_only(self, reason: str) -> None:
+        self.read_only = reason
+        self.notices.append(f"the index at {self.path} is read-only ({reason}): search works; "
+                            "indexing and removing sources do not")
+
+    def _connect_read_only(self, cause: sqlite3.DatabaseError) -> sqlite3.Connection:
+        db, reason = recovery.open_read_only(self.path, cause, self.busy_timeout, len(MIGRATIONS))
+        self._mark_read_only(reason)
+        return db
+
+    def _rebuild(self, damage: sqlite3.DatabaseError) -> sqlite3.Connection:
+        """Move the damaged file aside, create a fresh index and register the old sources in it."""
+        db, moved_to, sources = recovery.rebuild(self.path, damage, lambda: _open(self.path, self.busy_timeout))
+        if moved_to is not None:  # None: another process had rebuilt it just now
+            self.recovered_from = moved_to
+            self.notices.append(recovery.rebuilt_notice(self.path, moved_to, str(damage), sources))
+        return db
+
+    def recover_now(self, damage: sqlite3.DatabaseError) -> None:
+        """The index turned out damaged in the middle of a call: rebuild it at once."""
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
+        self.db = self._rebuild(damage)
+
+    def recovery_notice(self) -> str | None:
+        """What a rebuild left for every later process to say, while the fresh index is empty."""
+        if self.recovered_from is not None:
+            return None  # this process already said it (self.notices)
+        raw = self.get_meta("recovery")
+        if not raw or self.db.execute("SELECT 1 FROM files LIMIT 1").fetchone():
+            return None
+        try:
+            info = json.loads(raw)
+            return recovery.rebuilt_notice(self.path, info["from"], info["why"], info["sources"], info["at"])
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def close(self) -> None:
         self.db.close()
+        if not self.read_only:
+            # Trigger: closing checkpoints the WAL into the file, which changes its mtime. Why:
+            # the next open (the edit hook's, on every edit) would pay a full quick_check again.
+            # Outcome: the file was checked at open and only SQLite wrote to it since: still clean.
+            recovery.remember_checked(self.path)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise IndexReadOnlyError(recovery.read_only_message(self.path, self.read_only))
         try:
             with self.db:
                 # Take the write lock up front: reads inside (a file's old id) stay valid until
@@ -173,8 +253,10 @@ class Store:
             if _is_busy(exc):
                 raise IndexBusyError(
                     f"index {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_S:.0f} s; try again when it has finished"
+                    f"{self.busy_timeout:g} s; try again when it has finished"
                 ) from exc
+            if recovery.is_read_only(exc):
+                raise IndexReadOnlyError(recovery.read_only_message(self.path, str(exc))) from exc
             raise
 
     # --- meta -------------------------------------------------------------------------------
@@ -212,6 +294,8 @@ class Store:
     def add_source(self, path: str) -> int:
         with self.transaction() as db:
             db.execute("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)", (path, time.time()))
+            # under the write lock, so concurrent writers leave the file with the last committed list
+            recovery.save_sources(self.path, [p for (p,) in db.execute("SELECT path FROM sources ORDER BY path")])
         return self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
 
     def remove_source(self, path: str) -> int:
@@ -223,6 +307,7 @@ class Store:
             for file_path in paths:
                 self._delete_file(db, file_path)
             db.execute("DELETE FROM sources WHERE id = ?", row)
+            recovery.save_sources(self.path, [p for (p,) in db.execute("SELECT path FROM sources ORDER BY path")])
             db.execute(
                 "DELETE FROM problems WHERE path = ? OR path LIKE ? ESCAPE '\\'", (path, _like_prefix(path))
             )
@@ -324,6 +409,8 @@ class Store:
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the index after a big sync so it does not stay hundreds of MB."""
+        if self.read_only:
+            return
         try:
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.OperationalError:
@@ -458,6 +545,33 @@ class Store:
             "files": one("SELECT COUNT(*) FROM files"),
             "chunks": one("SELECT COUNT(*) FROM chunks"),
         }
+
+
+def _recovering(method):
+    """Wrap a Store method: "malformed" at any time moves the damaged index aside and rebuilds it.
+
+    Trigger: damage that quick_check at open could not see yet (or that came later). Why: the
+    call cannot finish on a damaged file, and failing every later call is worse. Outcome: the
+    call fails once with IndexRebuiltError saying what happened and what to run; the next
+    sync fills the fresh index (its sources kept).
+    """
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if self.read_only or not recovery.is_damage(exc):
+                raise
+            self.recover_now(exc)
+            raise IndexRebuiltError(self.notices[-1]) from exc
+
+    return guarded
+
+
+for _name, _method in list(vars(Store).items()):
+    if not _name.startswith("_") and callable(_method) and _name not in ("close", "transaction", "recover_now"):
+        setattr(Store, _name, _recovering(_method))
 
 
 def _like_prefix(path: str) -> str:

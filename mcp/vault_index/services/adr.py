@@ -8,6 +8,9 @@
     ## Decision
 
 A record is never overwritten: a changed decision gets a new record that says what it replaces.
+Records are written through the write service (`update_file`, exclusive): a docs/adr that is a
+symlink out of the project is refused, and linking the graph is a late stage whose failure is a
+notice on a `written` outcome, so a retry never writes a second record.
 """
 
 from __future__ import annotations
@@ -16,15 +19,20 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vault_index.errors import UsageError
 from vault_index.services import graph
-from vault_index.services.files import atomic_write, file_lock, unsafe_char
+from vault_index.services.text import unsafe_char
+
+if TYPE_CHECKING:
+    from vault_index.services.write import Caller, WriteOutcome, WriteService
 
 STATUSES = ("proposed", "accepted", "superseded", "deprecated", "rejected")
 MAX_TITLE_CHARS = 150  # "ADR NNNN: " + title stays within the graph's name limit
 MAX_SECTION_CHARS = 20_000
 MAX_SLUG_CHARS = 60
+MAX_NUMBER_TRIES = 50  # another writer took the number we picked: try the next one, this many times
 SECTIONS = (("Context",), ("Options measured", "Options"), ("Decision",))
 
 FILE_NAME = re.compile(r"^(?P<number>\d{4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
@@ -49,24 +57,52 @@ def next_number(folder: str | Path) -> int:
 
 
 def create(folder: str | Path, title: str, context: str, options: str, decision: str,
-           status: str = "accepted") -> Path:
-    """Write docs/adr/NNNN-slug.md with the next free number; returns its path."""
+           status: str = "accepted", **write) -> Path:
+    """Write docs/adr/NNNN-slug.md with the next free number; returns its path (raises if refused)."""
+    from vault_index.services.write import require_ok
+
+    return Path(require_ok(record(folder, title, context, options, decision, status, **write)).result["path"])
+
+
+def record(folder: str | Path, title: str, context: str, options: str, decision: str, status: str = "accepted", *,
+           writer: WriteService | None = None, caller: Caller | None = None, request_id: str | None = None,
+           memory_file: str | Path | None = None, relates_to: list[str] | None = None,
+           roots: Sequence[str | Path] | None = None) -> WriteOutcome:
+    """Write the next record as a write outcome; with `memory_file`, link it in the graph as a late stage.
+
+    result: {"path", "number", and with a memory file "entity", "related", "missing"}. A record is
+    created exclusively: when another writer took the number first, the next number is tried.
+    """
+    from vault_index.services.write import Caller, writer_for_file
+
     folder = Path(folder)
     title = _title(title)
     if status not in STATUSES:
         raise UsageError(f"status {status!r} is not one of {', '.join(STATUSES)}")
     bodies = [_section(name, text) for name, text in
               (("context", context), ("options", options), ("decision", decision))]
-    folder.mkdir(parents=True, exist_ok=True)
-    with file_lock(folder / ".adr"):
+    writer = writer or writer_for_file(folder / "0000.md")
+    caller = caller or Caller.local(writer.vault)
+    linked: dict = {}
+    followups = []
+    if memory_file is not None:
+        def link(path: Path) -> None:
+            linked.update(link_adr(memory_file, path, relates_to or [], roots=roots))
+        followups.append(("linked in the memory graph", link))
+    outcome = None
+    for _ in range(MAX_NUMBER_TRIES):
         number = next_number(folder)
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
         path = folder / f"{number:04d}-{slugify(title)}.md"
-        if path.exists():  # cannot happen with the number above; kept as the never-overwrite guard
-            raise UsageError(f"{path} already exists; decision records are never overwritten")
-        atomic_write(path, render(number, title, *bodies, status=status))
-    return path
+        text = render(number, title, *bodies, status=status)
+        outcome = writer.update_file(
+            caller, str(path), lambda _old, text=text: text, why=f"ADR {number:04d}: {title}", request_id=request_id,
+            exclusive=True, followups=followups, operation="adr",
+            result=lambda path=path, number=number: {"path": str(path), "number": number, **linked})
+        if outcome.status != "stale":
+            return outcome
+    return outcome
 
 
 def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted") -> str:

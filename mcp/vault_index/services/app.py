@@ -7,16 +7,20 @@ engine pieces on its own.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vault_index.config import Settings
+from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
 from vault_index.engine import indexer
+from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
-from vault_index.engine.sources import BINARY_SNIFF_BYTES, looks_binary, resolve_inside
-from vault_index.engine.store import Store
+from vault_index.engine.sources import looks_binary, real_path, resolve_inside
+from vault_index.engine.store import BUSY_TIMEOUT_S, Store
 from vault_index.errors import NotFoundError, UsageError
+from vault_index.services.boundaries import agent_sources
 from vault_index.services.search import DEFAULT_MODE, Filters, Searcher
+from vault_index.services.vault import Vault
+from vault_index.services.write import WriteService
 from vault_index.types import SearchResult, SyncReport
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
@@ -31,9 +35,11 @@ class App:
     searcher: Searcher
 
     @classmethod
-    def open(cls, settings: Settings | None = None, models: Models | None = None) -> App:
+    def open(cls, settings: Settings | None = None, models: Models | None = None,
+             busy_timeout: float = BUSY_TIMEOUT_S) -> App:
+        """`busy_timeout`: how long a write waits for another process's write (the edit hook: short)."""
         settings = settings or Settings.from_env()
-        store = Store(settings.db_path)
+        store = Store(settings.db_path, busy_timeout=busy_timeout)
         models = models or Models(
             settings.embed_model, settings.rerank_model, settings.model_cache, settings.rerank
         )
@@ -44,7 +50,11 @@ class App:
 
     # --- writes to the index ----------------------------------------------------------------
 
-    def index(self, paths: list[str] | None = None, progress=None) -> SyncReport:
+    def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False) -> SyncReport:
+        """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
+        (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything."""
+        if by_agent and paths:
+            paths = agent_sources(paths, project_dir(), [p for _, p in self.store.sources()])
         report = indexer.sync(self.store, self.models, paths, progress)
         embedder = self.models.embedder()
         with self.store.transaction() as db:
@@ -59,11 +69,29 @@ class App:
         known = {p for _, p in self.store.sources()}
         return self.store.remove_source(resolved if resolved in known else path)
 
+    # --- the curated write path -------------------------------------------------------------
+
+    def vault(self, root: Path | None = None) -> Vault:
+        """The vault at `root` (default: the project folder); raises ConfigError on a bad config."""
+        return Vault.open(root or project_dir())
+
+    def writer(self, vault: Vault) -> WriteService:
+        """The write service for `vault`, re-indexing each written file through this App."""
+        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)))
+
     # --- reads ------------------------------------------------------------------------------
 
     def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
                filters: Filters | None = None, explain: bool = False) -> SearchResult:
-        return self.searcher.search(query, mode, limit, filters, explain)
+        result = self.searcher.search(query, mode, limit, filters, explain)
+        notices = self.index_notices()
+        return replace(result, notices=(*notices, *result.notices)) if notices else result
+
+    def index_notices(self) -> list[str]:
+        """What the person must know about the index itself: rebuilt after damage, read-only."""
+        notices = list(self.store.notices)
+        rebuilt = self.store.recovery_notice()
+        return notices + [rebuilt] if rebuilt else notices
 
     def sources(self) -> list[dict]:
         return self.store.source_stats()
@@ -76,27 +104,35 @@ class App:
         if not roots:
             raise NotFoundError("no sources are registered; index a folder first")
         real = resolve_inside(path, roots)
-        if not real.is_file():
-            raise NotFoundError(f"{path} is not a file in the index sources")
-        with real.open("rb") as handle:  # streamed: a huge file is windowed, never read whole
-            if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
-                raise UsageError(f"{path} is a binary file, not a note")
-            handle.seek(0)
-            window, total, size = [], 0, 0
-            for total, raw_line in enumerate(handle, start=1):
-                if start_line <= total < start_line + max_lines and size <= MAX_NOTE_CHARS:
-                    line = raw_line.decode("utf-8", errors="replace").rstrip("\r\n")
-                    window.append(line)
-                    size += len(line) + 1
+        raw = _read_served(real, roots, path)
+        # An empty file is one empty line, as an editor shows it: every answer has
+        # line_start <= line_end <= total_lines.
+        lines = raw.split(b"\n")
+        if len(lines) > 1 and not lines[-1]:
+            lines.pop()
+        total = len(lines)
+        if start_line > total:
+            raise UsageError(f"start_line {start_line} is past the end of {path}: it has {total} lines; "
+                             f"ask for a start_line from 1 to {total}")
+        window, size, cut = [], 0, False
+        for raw_line in lines[start_line - 1 : start_line - 1 + max_lines]:
+            line = raw_line.decode("utf-8", errors="replace").rstrip("\r")
+            room = MAX_NOTE_CHARS - size
+            if len(line) > room:  # the cap falls inside this line: show its start, if any room is left
+                cut = True
+                if room > 0:
+                    window.append(line[:room])
+                break
+            window.append(line)
+            size += len(line) + 1
         content = "\n".join(window)
-        truncated = start_line - 1 + len(window) < total or len(content) > MAX_NOTE_CHARS
-        content = content[:MAX_NOTE_CHARS]
+        line_end = start_line + len(window) - 1
         record = self.store.file_record(str(real)) or {}
         return {
             "path": str(real), "title": record.get("title"), "indexed": bool(record),
             "frontmatter": record.get("frontmatter", {}), "line_start": start_line,
-            "line_end": start_line + len(window) - 1, "total_lines": total,
-            "truncated": truncated, "content": content,
+            "line_end": line_end, "total_lines": total,
+            "truncated": line_end < total or cut, "content": content,
         }
 
     def status(self) -> dict:
@@ -117,7 +153,31 @@ class App:
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "problems": [{"path": p, "message": m} for p, m in self.store.problems()],
             "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
+            "read_only": self.store.read_only, "notices": self.index_notices(),
         }
+
+
+def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
+    """The bytes of a note get_note may serve: opened once through engine/fileio (no link followed,
+    regular file, one hard link), and refused where indexing would skip it (too big, binary).
+
+    Trigger: the whole file is read, so a window answer needs a cap. Why: a 400 MB one-line file
+    was read whole under the server's lock. Outcome: MAX_FILE_BYTES, the indexing cap, bounds it.
+    """
+    # The source is found from `real` as checked, never by resolving it again (that was the gap).
+    root = next((r for r in map(Path, map(real_path, roots)) if real == r or r in real.parents), None)
+    if root is None:
+        raise NotFoundError(f"{asked} is not a file in the index sources")
+    try:
+        raw, info = read_note(root, real, MAX_FILE_BYTES)
+    except OSError as exc:
+        raise NotFoundError(f"{asked} cannot be read ({exc.strerror or exc})") from exc
+    if raw is None:
+        raise UsageError(f"{asked} is {info.st_size:,} bytes, over the {MAX_FILE_BYTES:,} byte limit: "
+                         "it is neither indexed nor served; open it in an editor")
+    if looks_binary(raw):
+        raise UsageError(f"{asked} is a binary file, not a note")
+    return raw
 
 
 def _size(path: Path) -> int:

@@ -6,9 +6,11 @@ One self-describing fact per line, so the file reads well and diffs well in git:
     {"type":"observation","entity":...,"text":...,"source":...,"created":...}
     {"type":"relation","from":...,"to":...,"relationType":...,"source":...,"created":...}
 
-A write reads the file under its lock, checks every new fact, then appends them to the old bytes
-through `atomic_write`: readers see the old file or the new one, and a refused write changes
-nothing. Reading never writes. A missing file is an empty graph.
+The file is not a note, so it has no frontmatter schema and often lies outside any vault, but it
+is written with the same primitives as every curated write (`write.update_store`: a kernel lock,
+a regular file opened without following, an atomic replace): a write reads the file under its
+lock, checks every new fact, then appends them to the old bytes. Readers see the old file or the
+new one, and a refused write changes nothing. Reading never writes. A missing file is an empty graph.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from vault_index.services.files import FileBusyError, atomic_write, file_lock
+from vault_index.errors import UnsafePathError, WriteBusyError
 from vault_index.services.graph_rules import (  # noqa: F401 - callers use these as graph.X
     MAX_NAME_CHARS,
     MAX_SOURCE_CHARS,
@@ -37,6 +39,7 @@ from vault_index.services.graph_rules import (  # noqa: F401 - callers use these
     name_problem,
 )
 from vault_index.services.query import query_terms
+from vault_index.services.write import update_store
 
 MAX_SEARCH_LIMIT = 50
 LOCK_WAIT_S = 10.0  # a write holds the lock for milliseconds; ten seconds means a stuck writer
@@ -133,6 +136,11 @@ def _parse_line(raw: str) -> tuple[dict | None, str | None]:
         fact = json.loads(raw)
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        # Trigger: a line of thousands of nested [ or {. Why: json recurses per level and the
+        # RecursionError ended the server's start-up and `graph check` itself. Outcome: that
+        # line is a problem like any other bad line.
+        return None, "not readable: nested too deeply (a fact is one flat JSON object)"
     if not isinstance(fact, dict):
         return None, "not a JSON object"
     kind = fact.get("type")
@@ -179,24 +187,34 @@ def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Pat
     path = Path(path).expanduser()
     base = Path(base).expanduser() if base else Path.cwd()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    added: list[dict] = []
+    skipped: list[dict] = []
+
+    def change(text: str) -> str:
+        added.clear()
+        skipped.clear()
+        graph = _parse(text, path)
+        # entities first, so observations and relations in the same call can name them
+        for where, kind, item in sorted(items, key=lambda entry: entry[1] != "entity"):
+            fact = build_fact(graph, kind, item, where, base, roots, stamp)
+            if graph.has(fact):
+                skipped.append({"kind": kind, "fact": _label(fact), "reason": "already in the graph"})
+                continue
+            graph.add(fact)
+            added.append(fact)
+        if not added:
+            return text
+        lines = "".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")) + "\n" for f in added)
+        return text + ("\n" if text and not text.endswith("\n") else "") + lines
+
     try:
-        with file_lock(path, wait=LOCK_WAIT_S):
-            text = _read(path)
-            graph = _parse(text, path)
-            added, skipped = [], []
-            # entities first, so observations and relations in the same call can name them
-            for where, kind, item in sorted(items, key=lambda entry: entry[1] != "entity"):
-                fact = build_fact(graph, kind, item, where, base, roots, stamp)
-                if graph.has(fact):
-                    skipped.append({"kind": kind, "fact": _label(fact), "reason": "already in the graph"})
-                    continue
-                graph.add(fact)
-                added.append(fact)
-            if added:
-                lines = "".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")) + "\n" for f in added)
-                atomic_write(path, text + ("\n" if text and not text.endswith("\n") else "") + lines)
-    except FileBusyError as exc:
+        update_store(path, change, wait=LOCK_WAIT_S)
+    except WriteBusyError as exc:
         raise GraphBusyError(f"memory file {path} is busy: {exc}") from exc
+    except UnsafePathError as exc:
+        raise GraphFileError(f"memory file {path}: {exc}; point --memory-file at a regular .jsonl file") from exc
+    except UnicodeDecodeError as exc:
+        raise GraphFileError(f"memory file {path} is not UTF-8 text (byte {exc.start}); restore it from git") from exc
     counts = {kind: sum(1 for f in added if f["type"] == kind) for kind in FIELDS}
     return {"memory_file": str(path), "added": counts, "skipped": skipped}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vault_index.engine.sources import is_skipped_part  # no pathspec at import: fine on a bare python3
 from vault_index.errors import VaultIndexError
-from vault_index.services.files import unsafe_char
+from vault_index.services.text import unsafe_char
 
 MAX_NAME_CHARS = 200  # entity names; also the ends of a relation
 MAX_TYPE_CHARS = 100  # entityType and relationType

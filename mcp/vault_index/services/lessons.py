@@ -12,10 +12,12 @@ The file is markdown a person can edit. Each lesson is a level-2 heading and a f
     - superseded_by: L-0003         (only when superseded)
     - retired: <reason>             (only when retired)
 
-Writes edit the text in place (append a lesson, change a status line, add a field line) rather
-than re-render the file, so prose a person wrote between lessons survives. Each write re-reads
-the file under its lock, applies one change and refuses to replace the file unless every lesson
-that was there is still there with its words unchanged.
+Every write goes through the write service (`WriteService.update_file`): it refuses a lessons file
+that is a symlink or hardlink out of the project, a FIFO or a control folder, locks the file,
+re-indexes and commits like any curated write. Writes edit the text in place (append a lesson,
+change a status line, add a field line) rather than re-render the file, so prose a person wrote
+between lessons survives. Each write re-reads the file under its lock, applies one change and
+refuses to replace the file unless every lesson that was there is still there, words unchanged.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vault_index.errors import NotFoundError, UsageError, VaultIndexError
-from vault_index.services.files import atomic_write, file_lock, unsafe_char
+from vault_index.services.text import unsafe_char
+
+if TYPE_CHECKING:
+    from vault_index.services.write import Caller, WriteOutcome, WriteService
 
 STATUSES = ("active", "superseded", "retired")
 REQUIRED = ("status", "date", "lesson", "cause", "detect")
@@ -217,19 +223,37 @@ def _valid_date(value: str) -> bool:
 # --- writing ------------------------------------------------------------------------------------
 
 
-def add(path: str | Path, lesson: str, cause: str, detect: str, tags: list[str] | None = None) -> str:
-    """Append an active lesson; returns its new id."""
+def add(path: str | Path, lesson: str, cause: str, detect: str, tags: list[str] | None = None, **write) -> str:
+    """Append an active lesson; returns its new id (raises on a refused write; see add_outcome)."""
+    return _id(add_outcome(path, lesson, cause, detect, tags, **write))
+
+
+def supersede(path: str | Path, old_id: str, lesson: str, cause: str, detect: str, **write) -> str:
+    """Add a lesson that replaces `old_id`; the old one keeps its text and points to the new id."""
+    return _id(supersede_outcome(path, old_id, lesson, cause, detect, **write))
+
+
+def retire(path: str | Path, lesson_id: str, reason: str, **write) -> str:
+    """Mark a lesson retired with the reason it no longer holds; returns its id."""
+    return _id(retire_outcome(path, lesson_id, reason, **write))
+
+
+def add_outcome(path: str | Path, lesson: str, cause: str, detect: str, tags: list[str] | None = None, *,
+                writer: WriteService | None = None, caller: Caller | None = None,
+                request_id: str | None = None) -> WriteOutcome:
+    """add as a write outcome: result {"id"}; notices when re-indexing or committing failed."""
     entry = _entry(lesson, cause, detect, tags)
 
     def change(parsed: Parsed) -> tuple[list[str], str]:
         new_id = _next_id(parsed)
         return _append(parsed.lines, parsed.newline, new_id, entry), new_id
 
-    return _write(path, change)
+    return _write(path, change, f"lesson: {entry['lesson']}", writer, caller, request_id)
 
 
-def supersede(path: str | Path, old_id: str, lesson: str, cause: str, detect: str) -> str:
-    """Add a lesson that replaces `old_id`; the old one keeps its text and points to the new id."""
+def supersede_outcome(path: str | Path, old_id: str, lesson: str, cause: str, detect: str, *,
+                      writer: WriteService | None = None, caller: Caller | None = None,
+                      request_id: str | None = None) -> WriteOutcome:
     old_id = normalize_id(old_id)
     entry = _entry(lesson, cause, detect, None)
 
@@ -240,11 +264,11 @@ def supersede(path: str | Path, old_id: str, lesson: str, cause: str, detect: st
         lines = _set_fields(parsed, old, {"status": "superseded", "superseded_by": new_id})
         return _append(lines, parsed.newline, new_id, entry), new_id
 
-    return _write(path, change)
+    return _write(path, change, f"lesson supersedes {old_id}: {entry['lesson']}", writer, caller, request_id)
 
 
-def retire(path: str | Path, lesson_id: str, reason: str) -> str:
-    """Mark a lesson retired with the reason it no longer holds; returns its id."""
+def retire_outcome(path: str | Path, lesson_id: str, reason: str, *, writer: WriteService | None = None,
+                   caller: Caller | None = None, request_id: str | None = None) -> WriteOutcome:
     lesson_id = normalize_id(lesson_id)
     reason = _one_line("reason", reason)
 
@@ -253,7 +277,13 @@ def retire(path: str | Path, lesson_id: str, reason: str) -> str:
         _require_active(old, "retire")
         return _set_fields(parsed, old, {"status": "retired", "retired": reason}), lesson_id
 
-    return _write(path, change)
+    return _write(path, change, f"lesson {lesson_id} retired: {reason}", writer, caller, request_id)
+
+
+def _id(outcome: WriteOutcome) -> str:
+    from vault_index.services.write import require_ok
+
+    return require_ok(outcome).result["id"]
 
 
 def normalize_id(value: str) -> str:
@@ -345,17 +375,23 @@ def _set_fields(parsed: Parsed, lesson: Lesson, values: dict[str, str]) -> list[
     return lines
 
 
-def _write(path: str | Path, change) -> str:
-    """Lock, re-read, apply one change, verify nothing was lost, replace, unlock."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(path):
-        before = read(path)
-        lines, result = change(before)
-        after = parse("".join(lines))
-        _verify_kept(before, after, path)
-        atomic_write(path, "".join(lines))
-    return result
+def _write(path: str | Path, change, why: str = "lessons", writer: WriteService | None = None,
+           caller: Caller | None = None, request_id: str | None = None) -> WriteOutcome:
+    """Through the write service: lock, re-read, apply one change, verify nothing was lost, replace."""
+    from vault_index.services.write import Caller, writer_for_file
+
+    writer = writer or writer_for_file(path)
+    caller = caller or Caller.local(writer.vault)
+    made: dict[str, str] = {}
+
+    def apply(old_text: str | None) -> str:
+        before = parse(old_text or "")
+        lines, made["id"] = change(before)
+        _verify_kept(before, parse("".join(lines)), Path(path))
+        return "".join(lines)
+
+    return writer.update_file(caller, str(path), apply, why=why, request_id=request_id,
+                              result=lambda: {"id": made.get("id")}, operation="lesson")
 
 
 def _verify_kept(before: Parsed, after: Parsed, path: Path) -> None:

@@ -8,11 +8,12 @@ shorter display path, so an agent can cite it and a person can click it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from vault_index.config import project_dir
 from vault_index.services import graph as memory
-from vault_index.services.search import MAX_LIMIT
+from vault_index.services.search import MAX_LIMIT, Filters
 
 LESSONS_FILE = "lessons.md"
 MAX_RECALL_LIMIT = 20
@@ -31,16 +32,19 @@ def display_path(path: str, root: Path | None = None) -> str:
         return path
 
 
-def recall(app, memory_file: str | Path, query: str, limit: int = 5) -> dict:
+def recall(app, memory_file: str | Path, query: str, limit: int = 5, *, filters: Filters | None = None,
+           graph_filter: Callable[[list[dict]], list[dict]] | None = None) -> dict:
     """{"query", "notes", "lessons", "graph", "notices"}; each list holds at most `limit` items.
 
     A memory file that cannot be read costs the graph part only: the notes still answer and
-    `notices` says what to fix.
+    `notices` says what to fix. `filters` carries the caller's read grants into the search
+    pipeline (applied before its limit); `graph_filter` drops the entities the caller may not read
+    before the graph list is cut to `limit`.
     """
     if not 1 <= limit <= MAX_RECALL_LIMIT:
         raise memory.GraphInputError(f"limit must be from 1 to {MAX_RECALL_LIMIT}")
     root = project_dir()
-    result = app.search(query, limit=min(MAX_LIMIT, limit * CANDIDATE_FACTOR))
+    result = app.search(query, limit=min(MAX_LIMIT, limit * CANDIDATE_FACTOR), filters=filters)
     notes, lessons = [], []
     for hit in result.hits:
         item = {"path": hit.path, "display": display_path(hit.path, root), "heading": hit.heading,
@@ -51,10 +55,12 @@ def recall(app, memory_file: str | Path, query: str, limit: int = 5) -> dict:
             target.append(item)
     notices = list(result.notices)
     try:
-        entities = memory.search(memory_file, query, limit)
+        entities = memory.search(memory_file, query, memory.MAX_SEARCH_LIMIT if graph_filter else limit)
     except memory.GraphFileError as exc:
         entities = []
         notices.append(f"memory graph skipped: {exc}")
+    if graph_filter is not None:
+        entities = graph_filter(entities)[:limit]
     for entity in entities:
         entity["display"] = display_path(entity["source"], root)
     return {"query": result.query, "notes": notes, "lessons": lessons, "graph": entities, "notices": notices}

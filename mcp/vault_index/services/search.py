@@ -13,6 +13,7 @@ A stage that cannot run (no embedding model, no reranker) is skipped and the res
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vault_index.engine.chunk import embed_text_for
@@ -40,6 +41,11 @@ class Filters:
     tags: tuple[str, ...] = ()
     status: str | None = None
     collection: str | None = None  # the frontmatter `collection` of the curated write path
+    # The caller's read grants (services/access.py), applied BEFORE the limit so that a note the
+    # caller may not read never takes a slot: `granted_prefixes` narrows the candidates of every
+    # stage (None: no restriction; (): nothing), `path_allowed` re-checks each final hit's path.
+    granted_prefixes: tuple[str, ...] | None = None
+    path_allowed: Callable[[str], bool] | None = field(default=None, compare=False)
 
     def active(self) -> bool:
         return bool(self.path_prefix or self.tags or self.status or self.collection)
@@ -103,6 +109,11 @@ class Searcher:
             allowed = self.store.chunk_ids_matching(
                 filters.path_prefix, filters.tags, filters.status, filters.collection
             )
+        if filters.granted_prefixes is not None:
+            granted: set[int] = set()
+            for prefix in filters.granted_prefixes:
+                granted |= self.store.chunk_ids_matching(prefix, (), None, None)
+            allowed = granted if allowed is None else allowed & granted
         trace = _Trace()
         rows: dict = {}  # chunk id -> row, read once per search
         terms = query_terms(query)
@@ -137,6 +148,11 @@ class Searcher:
                         trace.reranked = dict(order[: fusion.RERANK_TOP])
 
         rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
+        if filters.path_allowed is not None:
+            # Trigger: SQLite LIKE ignores ASCII letter case, so a prefix alone could let
+            # `Private/` through for a grant on `private`. Why: the exact path rule lives in
+            # one predicate. Outcome: every candidate is re-checked before the limit.
+            order = [(cid, score) for cid, score in order if cid in rows and filters.path_allowed(rows[cid].path)]
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
         shown = trace if explain else None
         hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)

@@ -17,6 +17,7 @@ from vault_index import __version__
 from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
+from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 
 def _json(data) -> str:
@@ -143,8 +144,8 @@ def cmd_status(app, args) -> int:
     print(f"rerank    {'on' if status['rerank'] else 'off'} ({status['rerank_model']})")
     for problem in status["problems"]:
         print(f"problem   {problem['path']}: {problem['message']}")
-    if status["recovered_from"]:
-        print(f"recovered a corrupt index; the old file is at {status['recovered_from']}")
+    for notice in status["notices"]:  # rebuilt after damage, read-only: said every time it holds
+        print(f"notice    {notice}")
     return 0
 
 
@@ -159,6 +160,10 @@ def cmd_eval(app, args) -> int:
 
 
 def cmd_bench(app, args) -> int:
+    if args.write:
+        from vault_index.tooling.bench_write import run_write_bench
+
+        return run_write_bench(args)
     from vault_index.tooling.bench import run_bench
 
     return run_bench(args)
@@ -167,7 +172,8 @@ def cmd_bench(app, args) -> int:
 def cmd_serve(app, args) -> int:
     from vault_index.surfaces.server import serve_stdio
 
-    serve_stdio(args.memory_file, watch=getattr(args, "watch", False))
+    serve_stdio(args.memory_file, watch=getattr(args, "watch", False), role=getattr(args, "role", None),
+                vault_root=getattr(args, "vault", None))
     return 0
 
 
@@ -267,7 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="1000,10000,100000", help="chunk counts of the synthetic vaults")
     p.add_argument("--queries", type=int, default=200, help="queries per mode and size")
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and fewer queries")
+    p.add_argument("--write", action="store_true",
+                   help="instead: one note write through the running server, per stage (docs/bench.md)")
+    p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
     p.set_defaults(run=cmd_bench)
+
+    add_vault_parsers(sub, common)
 
     add_graph_parsers(sub, common, memory_option)
 
@@ -277,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[memory_option], help="serve MCP over stdio (the default with no command)")
     p.add_argument("--watch", action="store_true", default=argparse.SUPPRESS,
                    help="also re-index files of the sources that change on disk while serving")
+    p.add_argument("--role", help="the role of every request (default $VAULT_ROLE, else the config's local_role)")
+    p.add_argument("--vault", metavar="DIR", help="the vault (default $CLAUDE_PROJECT_DIR, else the working folder)")
     p.set_defaults(run=cmd_serve)
     return parser
 

@@ -26,7 +26,8 @@ from pathlib import Path
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 HOOK_RUNS, HOOK_RUNS_QUICK = 9, 5
 MODEL_RUNS = 3
-TRANSCRIPT_MB, TRANSCRIPT_MB_QUICK = 40, 20
+TRANSCRIPT_MB, TRANSCRIPT_MB_QUICK = 120, 20  # 120: the size of the transcript a user found slow
+QUOTING_TAIL_FRACTION = 0.5  # the second transcript: its newer half is tool results that quote usage blocks
 VAULT_CHUNKS = 200
 MODEL_VAULT_FILES = 8
 TRANSCRIPT_FINAL_CONTEXT = 512_345  # over the default threshold: the guard answers with a block
@@ -180,6 +181,21 @@ def write_transcript(path: Path, megabytes: int, final_context: int = TRANSCRIPT
     return lines + 1
 
 
+def write_quoting_tail(path: Path, source: Path, megabytes: float) -> None:
+    """`source`, then tool results whose text quotes usage blocks (logs, code, this very file).
+
+    The old guard parsed every line that mentioned "usage" and widened its tail window when none
+    answered: on such a tail it parsed tens of MB (3.9 s on a 117 MB transcript).
+    """
+    text = 'print(response["usage"]) -> {"usage": {"input_tokens": 9, "cache_read_input_tokens": 2}} ' * 200
+    line = (json.dumps({"type": "user", "isSidechain": False, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_q", "content": text}]}}) + "\n").encode()
+    with open(source, "rb") as src, open(path, "wb") as out:
+        while chunk := src.read(1 << 24):
+            out.write(chunk)
+        out.write(line * max(1, int(megabytes * 1024 * 1024) // len(line)))
+
+
 def _load_hooklib():
     spec = importlib.util.spec_from_file_location("_hooklib_bench", SCRIPTS / "_hooklib.py")
     module = importlib.util.module_from_spec(spec)
@@ -191,6 +207,16 @@ def _guard(workdir: Path, runs: int, pct, megabytes: int) -> dict:
     transcript, project = workdir / "long-session.jsonl", workdir / "guard-project"
     project.mkdir(exist_ok=True)
     lines = write_transcript(transcript, megabytes)
+    out = {**_guard_on(transcript, project, runs, pct), "transcript_lines": lines}
+    quoting = workdir / "quoting-tail.jsonl"
+    write_transcript(transcript, max(1, int(megabytes * (1 - QUOTING_TAIL_FRACTION))))
+    write_quoting_tail(quoting, transcript, megabytes * QUOTING_TAIL_FRACTION)
+    out["quoting_tail"] = _guard_on(quoting, project, runs, pct, full_parse=False)
+    quoting.unlink()
+    return out
+
+
+def _guard_on(transcript: Path, project: Path, runs: int, pct, full_parse: bool = True) -> dict:
     payload = json.dumps({"session_id": "bench", "transcript_path": str(transcript), "cwd": str(project),
                           "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
                           "prompt": "carry on with the next module"})
@@ -202,19 +228,20 @@ def _guard(workdir: Path, runs: int, pct, megabytes: int) -> dict:
         spawned.append(seconds)
         answers.add(done.stdout.strip()[:80])
     hooklib = _load_hooklib()
-    tail, full = [], []
+    tail = []
     for _ in range(runs):
         t0 = time.perf_counter()
         tokens = hooklib.latest_context_tokens(transcript)
         tail.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    full_tokens = hooklib.context_tokens(hooklib.read_records(transcript, max_bytes=1 << 40))
-    full.append(time.perf_counter() - t0)
-    return {"transcript_mb": round(transcript.stat().st_size / 1e6, 1), "transcript_lines": lines,
-            "spawned": pct(spawned), "in_process_tail_read": pct(tail), "in_process_full_parse": pct(full),
-            "tokens_found": tokens, "tokens_expected": TRANSCRIPT_FINAL_CONTEXT,
-            "full_parse_agrees": full_tokens == tokens,
-            "answer": sorted(answers)[0] if len(answers) == 1 else f"varied: {sorted(answers)}"}
+    out = {"transcript_mb": round(transcript.stat().st_size / 1e6, 1), "spawned": pct(spawned),
+           "in_process_tail_read": pct(tail), "tokens_found": tokens, "tokens_expected": TRANSCRIPT_FINAL_CONTEXT,
+           "answer": sorted(answers)[0] if len(answers) == 1 else f"varied: {sorted(answers)}"}
+    if full_parse:
+        t0 = time.perf_counter()
+        full_tokens = hooklib.context_tokens(hooklib.read_records(transcript, max_bytes=1 << 40))
+        out["in_process_full_parse"] = pct([time.perf_counter() - t0])
+        out["full_parse_agrees"] = full_tokens == tokens
+    return out
 
 
 def _why(d: dict | None) -> str:
@@ -244,6 +271,11 @@ def render(h: dict | None) -> str:
                   f"    tail read in process  {pair(g['in_process_tail_read'])}; full parse of the file "
                   f"{pair(g['in_process_full_parse'])} (same answer: {g['full_parse_agrees']})",
                   f"    found {g['tokens_found']:,} tokens (expected {g['tokens_expected']:,}); answer: {g['answer']}"]
+        q = g.get("quoting_tail") or {}
+        if "spawned" in q:
+            lines += [f"    same guard, {q['transcript_mb']} MB transcript whose newer half quotes usage blocks  "
+                      f"{pair(q['spawned'])} (tail read in process {pair(q['in_process_tail_read'])}; "
+                      f"found {q['tokens_found']:,})"]
     else:
         lines.append(f"  context guard: {g.get('unavailable') or g.get('error')}")
     return "\n".join(lines)

