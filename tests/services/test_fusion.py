@@ -31,7 +31,7 @@ def test_coverage_fusion_adds_weighted_coverage_power_to_the_cosine():
     keyword = fusion.ranked([(4, 12.0), (2, 9.0)])  # 4: keyword-only
     coverages = {1: 0.0, 2: 0.5, 3: 1.0, 4: 0.9}
     weight, power = 0.25, 3
-    fused = fusion.coverage_fusion(vector, keyword, coverages, weight=weight, power=power)
+    fused = fusion.coverage_fusion(vector, keyword, coverages, weight=weight, power=power, keyword_weight=0.0)
     floor = 0.30  # the lowest cosine the vector side returned
     expected = {
         1: 0.80 + weight * 0.0**power,
@@ -53,8 +53,32 @@ def test_coverage_fusion_defaults_to_the_module_constants_and_breaks_ties_by_id(
 
 
 def test_coverage_fusion_with_no_vector_candidates_uses_a_zero_floor():
-    fused = fusion.coverage_fusion([], fusion.ranked([(5, 3.0)]), {5: 1.0}, weight=0.4, power=2)
-    assert fused == [(5, pytest.approx(0.4))]
+    fused = fusion.coverage_fusion([], fusion.ranked([(5, 3.0)]), {5: 1.0}, weight=0.4, power=2, keyword_weight=0.1)
+    assert fused == [(5, pytest.approx(0.4 + 0.1))]
+
+
+def test_keyword_strength_is_bm25_over_the_best_of_the_list():
+    strength = fusion.keyword_strength(fusion.ranked([(7, 8.0), (3, 4.0), (9, 0.0)]))
+    assert strength == {7: 1.0, 3: 0.5, 9: 0.0}
+    assert fusion.keyword_strength([]) == {}
+    assert fusion.keyword_strength(fusion.ranked([(1, 0.0)])) == {}  # no positive score: no evidence
+
+
+def test_coverage_fusion_adds_the_weighted_keyword_strength():
+    vector = fusion.ranked([(1, 0.70), (2, 0.68), (3, 0.40)])
+    keyword = fusion.ranked([(2, 10.0), (1, 2.0), (4, 5.0)])  # 4: keyword-only
+    fused = fusion.coverage_fusion(vector, keyword, {}, {}, weight=0.0, note_weight=0.0,
+                                   keyword_weight=0.3, keyword_power=2)
+    expected = {1: 0.70 + 0.3 * 0.2**2, 2: 0.68 + 0.3 * 1.0, 3: 0.40, 4: 0.40 + 0.3 * 0.5**2}
+    assert dict(fused) == {cid: pytest.approx(v) for cid, v in expected.items()}
+    assert [cid for cid, _ in fused] == [2, 1, 4, 3]  # bm25's clear winner overtakes a closer cosine
+
+
+def test_the_keyword_strength_is_relative_so_a_corpus_bm25_scale_does_not_matter():
+    vector = fusion.ranked([(1, 0.70), (2, 0.68)])
+    small = fusion.coverage_fusion(vector, fusion.ranked([(2, 1.0), (1, 0.5)]), {})
+    large = fusion.coverage_fusion(vector, fusion.ranked([(2, 100.0), (1, 50.0)]), {})
+    assert small == [(cid, pytest.approx(score)) for cid, score in large]
 
 
 def test_full_coverage_lifts_a_rare_term_match_over_a_slightly_closer_paraphrase():

@@ -136,6 +136,7 @@ def test_explain_gives_each_stage_and_the_fusion_formula_holds(indexed):
                 parts["vector"]["score"]
                 + fusion.COVERAGE_WEIGHT * parts["fusion"]["coverage"] ** fusion.COVERAGE_POWER
                 + fusion.NOTE_WEIGHT * parts["fusion"]["note"]
+                + fusion.KEYWORD_SCORE_WEIGHT * parts["fusion"]["keyword_strength"] ** fusion.KEYWORD_SCORE_POWER
             )
             assert parts["fusion"]["score"] == pytest.approx(expected, abs=1e-3)
     assert indexed.search("capacitive", mode="hybrid").hits[0].explain == {}  # only when asked

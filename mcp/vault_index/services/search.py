@@ -4,7 +4,7 @@ Stages, in order:
 1. keyword: stopword-free, quoted FTS5 query, bm25, CANDIDATES_PER_SIDE deep;
 2. vector: the query embedded, kNN over chunk vectors, as deep;
 3. fusion: cosine, plus an IDF-weighted term-coverage bonus, plus the query's similarity to the
-   chunk's whole note (fusion.coverage_fusion);
+   chunk's whole note, plus the chunk's bm25 relative to the query's best (fusion.coverage_fusion);
 4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
 5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
 A stage that cannot run (no embedding model, no reranker) is skipped and the result says so.
@@ -59,6 +59,7 @@ class _Trace:
     reranked: dict[int, float] = field(default_factory=dict)
     coverage: dict[int, float] = field(default_factory=dict)
     note: dict[int, float] = field(default_factory=dict)
+    strength: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class Searcher:
                 rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
                 trace.coverage = self._coverages(terms, counts, rows)
                 trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
+                trace.strength = fusion.keyword_strength(keyword)
                 order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note)
                 trace.fused = dict(order)
                 if mode == "hybrid+rerank":
@@ -249,6 +251,7 @@ class Searcher:
                     "score": round(trace.fused[row.id], 6),
                     "coverage": round(trace.coverage.get(row.id, 0.0), 4),
                     "note": round(trace.note.get(row.id, 0.0), 4),
+                    "keyword_strength": round(trace.strength.get(row.id, 0.0), 4),
                     "version": fusion.FUSION_VERSION,
                 } if row.id in trace.fused else None,
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,

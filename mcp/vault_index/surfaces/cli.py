@@ -152,6 +152,10 @@ def cmd_status(app, args) -> int:
 
 
 def cmd_eval(app, args) -> int:
+    if args.suite:
+        from vault_index.tooling.suite import run_suite
+
+        return run_suite(args)
     from vault_index.tooling.evaluation import run_eval
 
     return run_eval(app, args)
@@ -271,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="fail (exit 1) if a hybrid metric drops > 0.03 below this file")
     p.add_argument("--save", help="write the scores to this file (a new baseline)")
     p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
+    p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
+    p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
     p.set_defaults(run=cmd_eval)
 
     p = sub.add_parser("bench", parents=[common], help="speed and memory benchmark (reports, never fails)")

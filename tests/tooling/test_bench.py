@@ -1,0 +1,27 @@
+"""The bench's floor: timed in the same run as the searches, and judged against its target."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from vault_index.tooling import bench, bench_server
+
+
+def test_a_small_bench_reports_a_floor_below_hybrid_and_their_ratio(tmp_path):
+    out = bench.bench_size(SimpleNamespace(silent=True), 200, 20, tmp_path, None)
+    floor, hybrid = out["floor"], out["search"]["hybrid"]
+    assert floor["n"] == 20 and floor["p95_ms"] > 0
+    # the floor is a part of what a hybrid search does, so it cannot cost more (allow timer noise)
+    assert floor["p50_ms"] <= hybrid["p50_ms"] * 1.5
+    assert out["hybrid_floor_ratio"] == round(hybrid["p95_ms"] / floor["p95_ms"], 2)
+
+
+def test_the_floor_ratio_verdict_uses_the_target():
+    def result(ratio):
+        size = {"size": 100000, "search": {"hybrid": {"p95_ms": 30.0}}, "hybrid_floor_ratio": ratio}
+        return {"sizes": [size]}
+
+    targets = bench.TARGETS
+    assert any("2.0x (met)" in line for line in bench_server._verdicts(result(2.0), targets))
+    assert any("3.1x (missed)" in line for line in bench_server._verdicts(result(3.1), targets))
+    assert any("not measured" in line for line in bench_server._verdicts({"sizes": []}, targets))
