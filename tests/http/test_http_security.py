@@ -81,7 +81,8 @@ def guarded(tmp_path, open_app):
     store = TokenStore(tmp_path / "index.remote")
     token, _ = store.new("owner")
     other, _ = store.new("owner")
-    config = HttpConfig(port=free_port(), credentials=store.folder, rate_per_s=1, burst=5, max_body=2000)
+    config = HttpConfig(port=free_port(), credentials=store.folder, rate_per_s=0.05, burst=5,
+                        max_body=2000)  # one token per 20 s: a loaded machine cannot refill the bucket mid-test
     with ThreadServer(open_app(None), config, vault_root=root, memory_file=tmp_path / "m.jsonl") as running:
         running.token, running.other, running.port = token, other, config.port
         yield running
