@@ -1,4 +1,4 @@
-"""float16 vectors with exact re-scoring, the exact scan kernels and the HNSW graph (engine/ann.py)."""
+"""float16 vectors with exact re-scoring, the exact scan kernels and the IVF index (engine/ann.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ def _unit(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("kernel", ["usearch", "numpy"])
+@pytest.mark.parametrize("kernel", ["numkong", "numpy"])
 def test_exact_scan_over_float16_finds_the_float32_top(monkeypatch, kernel):
     if kernel == "numpy":
-        monkeypatch.setattr(ann, "_usearch", lambda: None)
+        monkeypatch.setattr(ann, "_numkong", lambda: None)
     matrix, queries = _unit(3000), _unit(20, seed=1)
     agree = []
     for query in queries:
@@ -46,7 +46,7 @@ def test_search_holds_float16_and_returns_exact_float32_scores(tmp_path, open_ap
     assert [score for _, score in hits] == [score for score, _ in exact[:5]]
 
 
-def test_hnsw_graph_follows_edits_and_deletions(tmp_path, open_app, fake_embedder):
+def test_ivf_index_follows_edits_and_deletions(tmp_path, open_app, fake_embedder):
     vault = tmp_path / "vault"
     for i in range(40):
         write(vault, f"n{i}.md", f"# Note {i}\n\n## A\n\nalpha word{i} text\n\n## B\n\nbeta other{i}\n")
@@ -54,14 +54,14 @@ def test_hnsw_graph_follows_edits_and_deletions(tmp_path, open_app, fake_embedde
     app.index([str(vault)])
     index = NumpyIndex(app.store, fake_embedder.fingerprint, ann_min_vectors=10)
     assert index.search(fake_embedder.embed_query("alpha word3"), 3)
-    assert index.graph is not None and len(index.graph.index) == 80
+    assert index.approx is not None and len(index.approx) == 80
 
     write(vault, "n7.md", "# Note 7\n\n## A\n\nzebraquill unique words\n")
     (vault / "n9.md").unlink()
     app.index()
     hits = index.search(fake_embedder.embed_query("zebraquill unique words"), 3)
     live = {cid for cid, _, _ in app.store.chunk_keys()}
-    assert len(index.graph.index) == len(live) == 77
+    assert len(index.approx) == len(live) == 77
     assert app.store.chunk_rows([hits[0][0]])[hits[0][0]].text == "zebraquill unique words"
     for word in ("other9", "word9"):
         assert {cid for cid, _ in index.search(fake_embedder.embed_query(word), 10)} <= live
@@ -73,7 +73,7 @@ def test_small_indexes_scan_exactly_without_a_graph(tmp_path, open_app, fake_emb
     app = open_app(fake_embedder)
     app.index([str(vault)])
     index = NumpyIndex(app.store, fake_embedder.fingerprint)
-    assert index.search(fake_embedder.embed_query("alpha"), 3) and index.graph is None
+    assert index.search(fake_embedder.embed_query("alpha"), 3) and index.approx is None
 
 
 def test_recall_at_counts_shared_top_k():

@@ -1,8 +1,8 @@
-"""Vector kNN over the stored embeddings: an in-memory scan (HNSW when huge), or sqlite-vec.
+"""Vector kNN over the stored embeddings: an in-memory scan (IVF when huge), or sqlite-vec.
 
 docs/adr/0001-vector-backend.md has the measurements behind the default; ADR 0010 why the
 in-memory copy is float16 with the top candidates re-scored from the stored float32 vectors;
-ADR 0011 the HNSW graph above ann.ANN_MIN_VECTORS. numpy is imported inside functions: the MCP
+ADR 0011 the IVF index above ann.ANN_MIN_VECTORS. numpy is imported inside functions: the MCP
 server must answer its handshake before any of this loads.
 """
 
@@ -78,7 +78,7 @@ class ChunkVectors:
 class NumpyIndex:
     """kNN over an in-memory float16 copy of the vectors; reloads when the index generation moves.
 
-    Exact scan below ann.ANN_MIN_VECTORS rows, an HNSW graph kept in step above it; either way
+    Exact scan below ann.ANN_MIN_VECTORS rows, an IVF index kept in step above it; either way
     the best candidates are re-scored against the stored float32 vectors.
     """
 
@@ -89,7 +89,7 @@ class NumpyIndex:
         self.ann_min_vectors = ann_min_vectors
         self._generation = -1
         self._vectors: ChunkVectors | None = None
-        self.graph: ann.HnswGraph | None = None
+        self.approx: ann.IvfIndex | None = None  # the approximate index, when the index is big
 
     def _refresh(self) -> ChunkVectors | None:
         generation = self.store.generation()
@@ -152,20 +152,20 @@ class NumpyIndex:
         return vectors, reuse[keep]
 
     def _follow_graph(self, old: ChunkVectors | None, new: ChunkVectors | None, from_old) -> None:
-        """Build, update or drop the HNSW graph so that it holds exactly `new`'s rows."""
+        """Build, update or drop the approximate index so that it holds exactly `new`'s rows."""
         import numpy as np
 
         if new is None or len(new.ids) < self.ann_min_vectors:
-            self.graph = None
+            self.approx = None
             return
         try:
-            if self.graph is None or old is None:
-                self.graph = ann.HnswGraph.build(new.ids, new.matrix)
+            if self.approx is None or old is None:
+                self.approx = ann.IvfIndex.build(new.ids, new.matrix)
                 return
             removed = np.setdiff1d(old.ids, new.ids[from_old], assume_unique=True)
-            self.graph.update(removed, new.ids[~from_old], new.matrix[~from_old])
+            self.approx.update(removed, new.ids[~from_old], new.matrix[~from_old])
         except ImportError:
-            self.graph = None  # usearch missing: exact scan
+            self.approx = None  # faiss missing: exact scan
 
     def note_similarity(self, query_vector, chunk_ids) -> dict[int, float]:
         vectors = self._refresh()
@@ -183,8 +183,8 @@ class NumpyIndex:
             rows = np.flatnonzero(np.isin(vectors.ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))
             top, _ = ann.exact_top(vectors.matrix[rows], query, wanted)
             candidates = rows[top]
-        elif self.graph is not None:
-            ids, _ = self.graph.search(query, wanted)
+        elif self.approx is not None:
+            ids, _ = self.approx.search(query, wanted)
             candidates = np.searchsorted(vectors.ids, ids)
         else:
             candidates, _ = ann.exact_top(vectors.matrix, query, wanted)
