@@ -261,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="1000,10000,100000", help="chunk counts of the synthetic vaults")
     p.add_argument("--queries", type=int, default=200, help="queries per mode and size")
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and fewer queries")
+    p.add_argument("--million", action="store_true", help="also kNN at 1M vectors: exact against IVF (minutes)")
     p.set_defaults(run=cmd_bench)
 
     add_graph_parsers(sub, common, memory_option)
