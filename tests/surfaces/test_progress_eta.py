@@ -8,7 +8,7 @@ from vault_index.surfaces.cli import Progress
 
 
 def test_time_left_follows_the_pace_so_far(monkeypatch):
-    clock = iter([100.0, 130.0, 130.0])
+    clock = iter([100.0, 100.0, 130.0, 130.0, 130.0, 130.0])  # two readings a call
     monkeypatch.setattr(time, "monotonic", lambda: next(clock))
     progress = Progress(False)
     assert progress._eta("embed", 0, 400).strip() == ""  # starts the phase's clock
