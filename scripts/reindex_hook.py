@@ -12,6 +12,8 @@ The index decides what counts: App.reindex_file ignores files outside registered
 under secrets/ or hidden folders, and non-notes. Before paying for that import (about 130 ms)
 the hook drops the cheap cases itself: no file path, a failed tool, a suffix that is never a
 note (most edits in a code repository), or no index file yet (opening one would create it).
+When a server runs on the same index, the hook hands it the path over the index's socket and
+returns (the server has the model loaded; ADR 0010); otherwise it re-indexes in its own process.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ def main() -> None:
     settings = Settings.from_env()
     if not settings.db_path.exists():
         return  # nothing indexed yet, so nothing to keep fresh
+    from vault_index.services.edit_queue import hand_off  # stdlib-only module: cheap
+
+    if hand_off(settings.db_path, str(path)) is not None:
+        return  # a running server re-indexes it with its loaded model (ADR 0010)
     from vault_index.errors import IndexBusyError
     from vault_index.services.app import App
 

@@ -221,3 +221,17 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
         report.vector_used = True
         _embed_missing(store, embedder, report, None, str(key))
     return report
+
+
+def is_indexable(store: Store, path: str) -> bool:
+    """Whether `reindex_file(path)` would index it: inside a registered source and a note there.
+
+    The edit hand-off (services/edit_queue.py) asks this before it queues a path for the server,
+    so that a path sent over the socket meets exactly the rules of the edit hook and full sync.
+    """
+    roots = [root for _, root in store.sources()]
+    found = source_of(path, roots)
+    if found is None:
+        return False
+    key, root = found
+    return not root.is_dir() or is_note_path(Path(os.path.realpath(key)), Path(os.path.realpath(root)))

@@ -33,7 +33,11 @@ SHIPPED_MINILM_BASE = "sentence-transformers/all-MiniLM-L6-v2"
 # The shipped tokenizer.json truncates and pads to a fixed 128 tokens: chunks past 128 tokens
 # would be cut silently (cosine to the reference falls to about 0.62). MiniLM reads 256.
 SHIPPED_MINILM_MAX_TOKENS = 256
-EMBED_BATCH = 32
+# Padded tokens per ONNX run, and texts per run at most. Memory grows with batch x length (and
+# attention with batch x length^2) and ONNX Runtime's arena keeps the largest shape it has seen:
+# 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
+EMBED_BATCH_TOKENS = 2048
+EMBED_BATCH_TEXTS = 64
 AUTO_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
 HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
 
@@ -69,6 +73,32 @@ class Reranker(Protocol):
     name: str
 
     def score(self, query: str, documents: list[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class EmbedShape:
+    """How texts are fed to the ONNX session (docs/adr/0010-embedding-footprint.md).
+
+    - batch: texts per run;
+    - sort_by_length: batch texts of similar token length together (padding is wasted work),
+      then put the vectors back in the caller's order;
+    - cpu_arena: ONNX Runtime's CPU memory arena (off measured worse here: the allocator then
+      fragments across threads);
+    - fold_constants: ONNX Runtime's constant folding, which dequantizes int8 weights into a
+      float copy at load (same vectors to 1e-6 either way, measured).
+    """
+
+    batch_tokens: int | None = EMBED_BATCH_TOKENS  # None: a fixed count of texts per run
+    batch_texts: int = EMBED_BATCH_TEXTS
+    sort_by_length: bool = True
+    cpu_arena: bool = True
+    fold_constants: bool = False
+
+
+# What the embedder did before issue 13: fastembed's batches of 32 in the caller's order, its
+# session with constant folding (which turns the int8 weights into a second, float copy: +170 MB
+# resident for the shipped MiniLM). Kept so `vault-index bench` measures old and new in one run.
+LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True)
 
 
 @dataclass(frozen=True)
@@ -182,12 +212,14 @@ def _quiet_fastembed() -> None:
 
 
 class FastEmbedEmbedder:
-    def __init__(self, spec: ModelSpec, cache: Path):
+    def __init__(self, spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()):
         _quiet_fastembed()
+        self.shape = shape
         try:
             from fastembed import TextEmbedding
 
-            self._model = TextEmbedding(spec.name, **_load_kwargs(spec, cache))
+            self._model = TextEmbedding(spec.name, lazy_load=True, **_load_kwargs(spec, cache))
+            _open_session(self._model.model, shape)
         except Exception as exc:  # noqa: BLE001 - any load failure means "no vectors"
             raise ModelUnavailableError(
                 f"embedding model {spec.name} could not load ({exc}); offline, set "
@@ -208,13 +240,70 @@ class FastEmbedEmbedder:
     def embed_documents(self, texts: list[str]):
         import numpy as np
 
-        vectors = list(self._model.passage_embed(texts, batch_size=EMBED_BATCH))
+        vectors: list = [None] * len(texts)
+        for part in plan_batches(self._token_lengths(texts), self.shape):
+            embedded = self._model.passage_embed([texts[i] for i in part], batch_size=len(part))
+            for i, vector in zip(part, embedded, strict=True):
+                vectors[i] = vector
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def _token_lengths(self, texts: list[str]) -> list[int]:
+        """Token counts as the model will see them (capped at its window: longer is cut)."""
+        return [min(len(e.ids), self.max_tokens) for e in self._counter.encode_batch(texts)]
 
     def embed_query(self, text: str):
         import numpy as np
 
         return np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)
+
+
+def plan_batches(lengths: list[int], shape: EmbedShape) -> list[list[int]]:
+    """Positions of the texts, cut into ONNX runs; the caller restores the original order.
+
+    Trigger: a run pads every text to its longest member. Why: a 40-token chunk batched with a
+    250-token one costs as much as a 250-token one, and a run's memory follows its padded size.
+    Outcome: sort by length (stable), then cut a run before it passes the token or text budget.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__) if shape.sort_by_length else range(len(lengths))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        padded = max(longest, lengths[i], 1) * (len(current) + 1)
+        if current and (len(current) >= shape.batch_texts or (shape.batch_tokens and padded > shape.batch_tokens)):
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, lengths[i])
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _open_session(inner, shape: EmbedShape) -> None:
+    """Load fastembed's ONNX model with our session options (fastembed exposes only the arena).
+
+    Trigger: fastembed builds its session with every graph optimisation on. Why: constant folding
+    turns the shipped int8 MiniLM's weights into float at load (peak 262 MB against 90 MB, same
+    vectors to 1e-6, no faster here). Outcome: build the session ourselves where the model is a
+    single ONNX file; anything else (external data files) loads through fastembed as before.
+    """
+    import onnxruntime as ort
+
+    description = getattr(inner, "model_description", None)
+    if description is None or getattr(description, "additional_files", None) or not hasattr(inner, "_ensure_tokenizer"):
+        inner.load_onnx_model()
+        return
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.enable_cpu_mem_arena = shape.cpu_arena
+    if getattr(inner, "threads", None):
+        options.intra_op_num_threads = options.inter_op_num_threads = inner.threads
+    inner.model = ort.InferenceSession(
+        str(Path(inner._model_dir) / description.model_file), sess_options=options,
+        providers=["CPUExecutionProvider"], disabled_optimizers=[] if shape.fold_constants else ["ConstantFolding"],
+    )
+    inner._ensure_tokenizer()
 
 
 class FastEmbedReranker:
@@ -235,8 +324,10 @@ class FastEmbedReranker:
 class Models:
     """Lazy holder: each model loads on first use, once; a failure is remembered, not retried."""
 
-    def __init__(self, embed_setting: str, rerank_setting: str, cache: Path, rerank: bool = True):
+    def __init__(self, embed_setting: str, rerank_setting: str, cache: Path, rerank: bool = True,
+                 embed_shape: EmbedShape = EmbedShape()):
         self.embed_setting, self.rerank_setting = embed_setting, rerank_setting
+        self.embed_shape = embed_shape
         self.cache, self.rerank_enabled = cache, rerank
         self._lock = threading.Lock()
         self._embedder: Embedder | None = None
@@ -254,7 +345,7 @@ class Models:
                     if spec is None:
                         self.embed_error = "embedding model turned off (VAULT_EMBED_MODEL=none)"
                     else:
-                        self._embedder = FastEmbedEmbedder(spec, self.cache)
+                        self._embedder = FastEmbedEmbedder(spec, self.cache, self.embed_shape)
                 except ModelUnavailableError as exc:
                     self.embed_error = str(exc)
             return self._embedder

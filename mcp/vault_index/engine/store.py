@@ -440,6 +440,10 @@ class Store:
             ))
         return found
 
+    def iter_vectors(self, model: str) -> Iterator[tuple[str, bytes]]:
+        """(hash, blob) of every vector of `model`, streamed: a full load never holds them all twice."""
+        yield from self.db.execute("SELECT hash, vector FROM embeddings WHERE model = ?", (model,))
+
     def vector_rows(self, model: str) -> list[tuple[int, int, bytes]]:
         """(chunk id, file id, vector blob) of every chunk with a vector for `model`.
 

@@ -1,7 +1,9 @@
-"""Vector kNN over the stored embeddings: numpy brute force, or sqlite-vec where it loads.
+"""Vector kNN over the stored embeddings: an in-memory scan (IVF when huge), or sqlite-vec.
 
-docs/adr/0001-vector-backend.md has the measurements behind the default. numpy is imported
-inside functions: the MCP server must answer its handshake before any of this loads.
+docs/adr/0001-vector-backend.md has the measurements behind the default; ADR 0010 why the
+in-memory copy is float16 with the top candidates re-scored from the stored float32 vectors;
+ADR 0014 the IVF index above ann.ANN_MIN_VECTORS. numpy is imported inside functions: the MCP
+server must answer its handshake before any of this loads.
 """
 
 from __future__ import annotations
@@ -9,11 +11,18 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from vault_index.engine import ann
 from vault_index.engine.store import Store
+
+# Trigger: the in-memory matrix is float16 (half the memory of float32). Why: half precision
+# moves scores by about 1e-3, enough to swap near-ties. Outcome: the best RESCORE_FACTOR x limit
+# rows are re-scored from the stored float32 vectors, so the scores returned are exact.
+RESCORE_FACTOR = 2
+LOAD_BLOCK_ROWS = 8192  # vectors read into the matrix per numpy assignment (12 MB of float32)
 
 
 class ChunkVectors:
-    """Chunk vectors in one float32 matrix (rows in chunk id order) and the notes they belong to.
+    """Chunk vectors in one float16 matrix (rows in chunk id order) and the notes they belong to.
 
     A note's centroid (the normalised mean of its chunk vectors) is the note-level evidence that
     fusion adds to each chunk's own cosine. Centroids are computed at query time for the
@@ -27,7 +36,9 @@ class ChunkVectors:
 
         self.ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         self.files = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-        self.matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        self.matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1).astype(
+            np.float16
+        )
         self.hashes = hashes
         self._index_files()
 
@@ -58,7 +69,7 @@ class ChunkVectors:
             file_id = int(self.files[pos])
             if file_id not in per_file:
                 lo, hi = np.searchsorted(self._sorted_files, [file_id, file_id + 1])
-                centroid = self.matrix[self._by_file[lo:hi]].sum(axis=0)
+                centroid = self.matrix[self._by_file[lo:hi]].sum(axis=0, dtype=np.float32)
                 norm = float(np.linalg.norm(centroid))
                 per_file[file_id] = float(centroid @ query) / norm if norm else 0.0
             result[cid] = per_file[file_id]
@@ -66,54 +77,104 @@ class ChunkVectors:
 
 
 class NumpyIndex:
-    """Exact kNN by one matrix product; reloads when the index generation moves."""
+    """kNN over an in-memory float16 copy of the vectors; reloads when the index generation moves.
+
+    Exact scan below ann.ANN_MIN_VECTORS rows, an IVF index kept in step above it; either way
+    the best candidates are re-scored against the stored float32 vectors.
+    """
 
     name = "numpy"
 
-    def __init__(self, store: Store, model: str):
+    def __init__(self, store: Store, model: str, ann_min_vectors: int = ann.ANN_MIN_VECTORS):
         self.store, self.model = store, model
+        self.ann_min_vectors = ann_min_vectors
         self._generation = -1
         self._vectors: ChunkVectors | None = None
+        self.approx: ann.IvfIndex | None = None  # the approximate index, when the index is big
 
     def _refresh(self) -> ChunkVectors | None:
         generation = self.store.generation()
         if generation != self._generation:
-            self._vectors = self._load(self._vectors)
+            old = self._vectors
+            self._vectors, from_old = self._load(old)
             self._generation = generation
+            self._follow_graph(old, self._vectors, from_old)
         return self._vectors
 
-    def _load(self, old: ChunkVectors | None) -> ChunkVectors | None:
-        """The index's vectors now, reusing the rows of `old` whose chunk id and hash still match.
+    def _load(self, old: ChunkVectors | None):
+        """(the index's vectors now, which rows came from `old`), reusing rows of `old` whose chunk
+        id and hash still match: after an edit only that note's new chunks are read.
 
-        After an edit only that note's new chunks are read: a full reload read every vector
-        (about 1 s at 100k chunks) before the first search after each edit.
+        A full load streams the blobs into a preallocated float16 matrix: collecting them first
+        (a dict of bytes, then one joined buffer) held three copies at the peak.
         """
         import numpy as np
 
         keys = self.store.chunk_keys()
+        n = len(keys)
+        reuse = np.zeros(n, dtype=bool)
+        positions = np.zeros(n, dtype=np.int64)
         reusable = old is not None and old.hashes is not None and len(old.ids) > 0
+        if reusable and n:
+            key_ids = np.fromiter((k[0] for k in keys), dtype=np.int64, count=n)
+            positions = np.minimum(np.searchsorted(old.ids, key_ids), len(old.ids) - 1)
+            same_id = (old.ids[positions] == key_ids).tolist()
+            hashes = old.hashes
+            triples = zip(same_id, positions.tolist(), keys, strict=True)
+            reuse = np.asarray([s and hashes[p] == k[2] for s, p, k in triples], dtype=bool)
+        wanted: dict[str, list[int]] = {}
+        for i, flag in enumerate(reuse.tolist()):
+            if not flag:
+                wanted.setdefault(keys[i][2], []).append(i)
+        matrix = None
+        if reuse.any():
+            matrix = np.empty((n, old.matrix.shape[1]), dtype=np.float16)
+            matrix[reuse] = old.matrix[positions[reuse]]
+        have = reuse.copy()
         if reusable:
-            positions = np.minimum(np.searchsorted(old.ids, [k[0] for k in keys]), len(old.ids) - 1).tolist()
-            reuse = [old.ids[p] == cid and old.hashes[p] == h for (cid, _, h), p in zip(keys, positions, strict=True)]
+            source = self.store.vectors_by_hash(self.model, wanted).items()  # only what changed
         else:
-            positions, reuse = [0] * len(keys), [False] * len(keys)
-        fresh = self.store.vectors_by_hash(
-            self.model, {k[2] for k, r in zip(keys, reuse, strict=True) if not r} if reusable else None
-        )
-        chosen = [i for i, k in enumerate(keys) if reuse[i] or k[2] in fresh]
-        if not chosen:
-            return None
-        from_old = np.asarray([reuse[i] for i in chosen], dtype=bool)
-        new_rows = [fresh[keys[i][2]] for i in chosen if not reuse[i]]
-        dim = old.matrix.shape[1] if reusable else len(new_rows[0]) // 4
-        matrix = np.empty((len(chosen), dim), dtype=np.float32)
-        if from_old.any():
-            matrix[from_old] = old.matrix[[positions[i] for i in chosen if reuse[i]]]
-        if new_rows:
-            matrix[~from_old] = np.frombuffer(b"".join(new_rows), dtype=np.float32).reshape(len(new_rows), dim)
-        ids = np.fromiter((keys[i][0] for i in chosen), dtype=np.int64, count=len(chosen))
-        files = np.fromiter((keys[i][1] for i in chosen), dtype=np.int64, count=len(chosen))
-        return ChunkVectors.from_arrays(ids, files, matrix, [keys[i][2] for i in chosen])
+            source = self.store.iter_vectors(self.model)
+        targets: list[int] = []  # matrix rows, and the position of each one's blob in `blobs`
+        picks: list[int] = []
+        blobs: list[bytes] = []
+        for h, blob in source:
+            rows = wanted.get(h)
+            if not rows:
+                continue
+            targets.extend(rows)
+            picks.extend([len(blobs)] * len(rows))
+            blobs.append(blob)
+            if len(blobs) >= LOAD_BLOCK_ROWS:
+                matrix = _fill(matrix, n, targets, picks, blobs, have)
+                targets, picks, blobs = [], [], []
+        if blobs:
+            matrix = _fill(matrix, n, targets, picks, blobs, have)
+        if matrix is None or not have.any():
+            return None, np.zeros(0, dtype=bool)
+        keep = np.flatnonzero(have)
+        ids = np.fromiter((keys[i][0] for i in keep), dtype=np.int64, count=len(keep))
+        files = np.fromiter((keys[i][1] for i in keep), dtype=np.int64, count=len(keep))
+        if len(keep) < n:
+            matrix = matrix[keep]
+        vectors = ChunkVectors.from_arrays(ids, files, matrix, [keys[i][2] for i in keep])
+        return vectors, reuse[keep]
+
+    def _follow_graph(self, old: ChunkVectors | None, new: ChunkVectors | None, from_old) -> None:
+        """Build, update or drop the approximate index so that it holds exactly `new`'s rows."""
+        import numpy as np
+
+        if new is None or len(new.ids) < self.ann_min_vectors:
+            self.approx = None
+            return
+        try:
+            if self.approx is None or old is None:
+                self.approx = ann.IvfIndex.build(new.ids, new.matrix)
+                return
+            removed = np.setdiff1d(old.ids, new.ids[from_old], assume_unique=True)
+            self.approx.update(removed, new.ids[~from_old], new.matrix[~from_old])
+        except ImportError:
+            self.approx = None  # faiss missing: exact scan
 
     def note_similarity(self, query_vector, chunk_ids) -> dict[int, float]:
         vectors = self._refresh()
@@ -125,14 +186,52 @@ class NumpyIndex:
         vectors = self._refresh()
         if vectors is None or limit <= 0:
             return []
-        scores = vectors.matrix @ np.asarray(query_vector, dtype=np.float32)
+        query = np.asarray(query_vector, dtype=np.float32)
+        wanted = limit * RESCORE_FACTOR
         if allowed is not None:
-            mask = np.isin(vectors.ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-            scores = np.where(mask, scores, -np.inf)
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top])]
-        return [(int(vectors.ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+            rows = np.flatnonzero(np.isin(vectors.ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed))))
+            top, _ = ann.exact_top(vectors.matrix[rows], query, wanted)
+            candidates = rows[top]
+        elif self.approx is not None:
+            ids, _ = self.approx.search(query, wanted)
+            candidates = np.searchsorted(vectors.ids, ids)
+        else:
+            candidates, _ = ann.exact_top(vectors.matrix, query, wanted)
+        return self._rescore(vectors, candidates, query, limit)
+
+    def _rescore(self, vectors: ChunkVectors, rows, query, limit: int) -> list[tuple[int, float]]:
+        """Exact float32 scores for the candidate rows, best first, `limit` of them."""
+        import numpy as np
+
+        if not len(rows):
+            return []
+        hashes = [vectors.hashes[i] for i in rows.tolist()]
+        blobs = self.store.vectors_by_hash(self.model, set(hashes))
+        scored = []
+        for row, h in zip(rows.tolist(), hashes, strict=True):
+            blob = blobs.get(h)
+            exact = np.frombuffer(blob, dtype=np.float32) if blob else vectors.matrix[row].astype(np.float32)
+            scored.append((float(exact @ query), int(vectors.ids[row])))
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [(cid, score) for score, cid in scored[:limit]]
+
+
+def _fill(matrix, n: int, targets: list[int], picks: list[int], blobs: list[bytes], have):
+    """Write one block of blobs into their rows of the float16 matrix (allocated on first use).
+
+    Blocks, not rows: one numpy assignment per LOAD_BLOCK_ROWS vectors instead of one per vector
+    (at 100k a row-by-row load spent most of its time in Python), with one block of float32 held
+    at a time instead of every vector.
+    """
+    import numpy as np
+
+    block = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    if matrix is None:
+        matrix = np.empty((n, block.shape[1]), dtype=np.float16)
+    rows = np.asarray(targets, dtype=np.int64)
+    matrix[rows] = block[np.asarray(picks, dtype=np.int64)]
+    have[rows] = True
+    return matrix
 
 
 def sqlite_vec_connection(path: Path) -> sqlite3.Connection | None:

@@ -44,17 +44,29 @@ class Progress:
     def __init__(self, enabled: bool):
         self.enabled = enabled and sys.stderr.isatty()
         self._last = None
+        self._started: dict[str, float] = {}  # phase -> when it began, for the time left
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if not self.enabled or total <= 0:
             return
         width = 30
         filled = int(width * done / total)
-        line = f"\r{phase:5} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        line = f"\r{phase:5} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{self._eta(phase, done, total)}"
         if line != self._last:
             sys.stderr.write(line + ("\n" if done >= total else ""))
             sys.stderr.flush()
             self._last = line
+
+    def _eta(self, phase: str, done: int, total: int) -> str:
+        """About how long the phase has left, from its pace so far (embedding a big vault: minutes)."""
+        import time
+
+        started = self._started.setdefault(phase, time.monotonic())
+        elapsed = time.monotonic() - started
+        if done <= 0 or done >= total or elapsed < 2:
+            return "          "
+        left = int(elapsed / done * (total - done))
+        return f"  ~{left // 60}m{left % 60:02d}s left "
 
 
 def _say(args, message: str) -> None:
@@ -287,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead: one note write through the running server, per stage (docs/bench.md)")
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
     add_bench_options(p)
+    p.add_argument("--million", action="store_true", help="also kNN at 1M vectors: exact against IVF (minutes)")
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)

@@ -32,6 +32,15 @@ def _exit_on_interrupt() -> None:
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
 
 
+def listen_for_edits(app: App):
+    """Take edited notes from the edit hook over the index's socket (ADR 0010); None when
+    another server already listens for this index or the socket cannot be made here."""
+    from vault_index.services.edit_queue import EditListener
+
+    listener = EditListener(app.settings.db_path, lambda: App.open(app.settings, models=app.models))
+    return listener if listener.start() else None
+
+
 def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role: str | None = None,
                 vault_root: str | Path | None = None) -> None:
     _exit_on_interrupt()
@@ -42,9 +51,10 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
 
         print(f"vault-index: the server cannot start: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
-    stop = None
+    stop = edits = None
     try:
         server = build_server(app, memory_file, stdio_caller_factory(role), vault_root=vault_root)
+        edits = listen_for_edits(app)
         if watch:  # its own connection on its own thread; shares the (lazily loaded) models
             from vault_index.services.watch import start_in_background
 
@@ -57,4 +67,6 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
     finally:
         if stop is not None:
             stop.set()
+        if edits is not None:
+            edits.stop()
         app.close()

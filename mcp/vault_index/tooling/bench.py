@@ -398,7 +398,7 @@ def _load_reranker():
 
 
 def run_bench(args) -> int:
-    from vault_index.tooling import bench_graph, bench_hooks, bench_server
+    from vault_index.tooling import bench_edits, bench_footprint, bench_graph, bench_hooks, bench_server
 
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
     sizes = list(QUICK_SIZES) if args.quick else [int(s) for s in str(args.sizes).split(",") if s.strip()]
@@ -421,6 +421,11 @@ def run_bench(args) -> int:
             result["reranker"] = {"unavailable": "reranker load failed"}
         for size in sorted(sizes):
             result["sizes"].append(_guard(bench_size, args, size, n_queries, workdir, reranker, size=size))
+            if size == max(sizes):  # the biggest index: what a server holds, float32 against float16
+                _say(args, f"{size:,}: serving memory, float32 and float16 copies (child processes)")
+                result["serving"] = _guard(bench_footprint.bench_serving, workdir / f"index-{size}.db",
+                                           RandomEmbedder.fingerprint, make_queries(write_vault_facts(size), 40))
+                result["serving"]["chunks"] = size
             if size != min(sizes):
                 shutil.rmtree(workdir / f"vault-{size}", ignore_errors=True)
                 for part in workdir.glob(f"index-{size}.db*"):
@@ -431,6 +436,15 @@ def run_bench(args) -> int:
         result["server"] = _guard(bench_server.bench_server, workdir, db, args)
         _say(args, "real embedder sample (shipped MiniLM)")
         result["embedder"] = _guard(bench_embedder, args, workdir, 1 if args.quick else 2)
+        _say(args, "footprint: indexing memory with the real model, old and new embedder shape")
+        result["footprint"] = _guard(bench_footprint.bench_indexing, args, workdir)
+        _say(args, "edits reaching search with the server running")
+        result["edits"] = _guard(bench_edits.bench_edits, args, workdir, _pct)
+        if getattr(args, "million", False):
+            from vault_index.tooling import bench_million
+
+            _say(args, "1M vectors: exact scan against the IVF index")
+            result["million"] = _guard(bench_million.bench_million, args)
         _say(args, "hooks: re-index on edit, context guard")
         result["hooks"] = _guard(bench_hooks.bench_hooks, args, workdir, _pct, write_vault)
         _say(args, "memory graph")
@@ -443,8 +457,23 @@ def run_bench(args) -> int:
         print(json.dumps(result, default=str))
     else:
         print(bench_server.render(result, TARGETS) + "\n\n" + bench_hooks.render(result.get("hooks"))
-              + "\n\n" + bench_graph.render(result.get("graph")))
+              + "\n\n" + bench_graph.render(result.get("graph"))
+              + "\n\n" + bench_footprint.render(result.get("footprint"), result.get("serving"))
+              + "\n\n" + bench_edits.render(result.get("edits"))
+              + ("\n\n" + _render_million(result["million"]) if "million" in result else ""))
     return 0
+
+
+def write_vault_facts(size: int) -> dict:
+    """The vocabulary facts `make_queries` needs, without writing files (same seed as write_vault)."""
+    rng = random.Random(7)
+    return {"vocab": Vocabulary(rng, max(20, size // 10)), "rare_used": []}
+
+
+def _render_million(m: dict) -> str:
+    from vault_index.tooling import bench_million
+
+    return bench_million.render(m)
 
 
 def _loadavg() -> list[float] | None:

@@ -1,0 +1,312 @@
+"""`vault-index bench`, footprint part: memory and speed of indexing with the real model, and of
+serving a big index (docs/bench.md, ADR 0010).
+
+Every memory figure comes from a child process of its own (its VmHWM, read at its end), so one
+measurement's peak never hides another's. Old and new run in the same bench, one after the other:
+- indexing: the embedder's shape before issue 13 (models.LEGACY_SHAPE: runs of 32 texts in the
+  caller's order, constant folding on) against today's (models.EmbedShape()), on the example vault
+  and on a synthetic vault of long notes;
+- length-sorted runs against the same runs unsorted, same texts, in process: chunks/s and the
+  largest difference between the two sets of vectors;
+- serving: the float32 in-memory copy (the loader before issue 13, reproduced below as
+  `Float32Index`) against today's float16 copy, each in a child that also loads the real model,
+  on the same 100k-chunk index with stand-in vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LONG_NOTES, LONG_NOTES_QUICK = 2000, 300
+LEGACY_NOTES, LEGACY_NOTES_QUICK = 400, 150  # the old shape, on the first notes: its peak comes early
+SORT_SAMPLE_TEXTS = 256
+SERVE_QUERIES = 40
+CHILD_TIMEOUT_S = 1800
+EXAMPLE_VAULT = Path(__file__).resolve().parents[3] / "example-vault"
+
+
+def _peak_mb() -> float:
+    """This process's own peak resident memory (VmHWM).
+
+    Trigger: getrusage's ru_maxrss survives fork and exec. Why: a child of the bench then reports
+    at least the bench's own resident size at the fork (498 MB after the 100k size in one run,
+    for every child alike). Outcome: VmHWM, which belongs to the process's own address space.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def write_long_notes(root: Path, notes: int, seed: int = 13) -> None:
+    """Chat-log-like notes: a title and one long turn of 40-230 words (up to the model's 256-token
+    window), so chunks vary widely in length and many fill the window."""
+    from vault_index.tooling.bench import COMMON, Vocabulary
+
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng, 100)
+    for n in range(notes):
+        turns = [f"# Session {n}\n"]
+        for t in range(1):
+            words = rng.choices(COMMON, k=rng.randint(40, 230)) + rng.choices(vocab.words[200:], k=5)
+            turns.append(f"## Turn {t}\n\n{' '.join(words)}.\n")
+        path = root / f"s{n // 500:02d}" / f"session-{n:05d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(turns), encoding="utf-8")
+
+
+def _child(argv: list[str]) -> dict:
+    """Run `python -m vault_index.tooling.bench_footprint ARGV` and return its JSON line."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-m", "vault_index.tooling.bench_footprint", *argv],
+                          capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    return json.loads(lines[-1])
+
+
+# --- children ----------------------------------------------------------------------------------
+
+
+def child_index(vault: str, db: str, shape_name: str, limit: int) -> dict:
+    """Index `vault` (its first `limit` notes when > 0) with the shipped model in this process."""
+    from vault_index.config import Settings
+    from vault_index.engine import indexer
+    from vault_index.engine.models import LEGACY_SHAPE, EmbedShape, Models
+    from vault_index.engine.store import Store
+
+    source = Path(vault)
+    if limit > 0:  # a subset: link the first `limit` notes into a folder of their own
+        subset = Path(db).with_suffix(".subset")
+        for path in sorted(source.rglob("*.md"))[:limit]:
+            target = subset / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+        source = subset
+    shape = LEGACY_SHAPE if shape_name == "legacy" else EmbedShape()
+    models = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False, embed_shape=shape)
+    embedder = models.embedder()
+    if embedder is None:
+        return {"unavailable": models.embed_error}
+    after_load = _peak_mb()
+    store = Store(Path(db))
+    report = indexer.sync(store, models, [str(source)])
+    store.close()
+    return {"shape": shape_name, "chunks": report.chunks_embedded, "embed_s": round(report.embed_seconds, 2),
+            "chunks_per_s": round(report.chunks_embedded / max(report.embed_seconds, 1e-9), 1),
+            "peak_after_model_load_mb": after_load, "peak_rss_mb": _peak_mb()}
+
+
+def child_sorting(vault: str) -> dict:
+    """Same texts, same model, runs sorted by length or in the caller's order (alternated, best of 2)."""
+    import numpy as np
+
+    from vault_index.config import Settings
+    from vault_index.engine.chunk import chunk_note, embed_text_for
+    from vault_index.engine.models import EmbedShape, Models
+    from vault_index.engine.parse import parse_note
+
+    cache = Settings.from_env().model_cache
+    sorted_embedder = Models("shipped:minilm", "none", cache, rerank=False).embedder()
+    if sorted_embedder is None:
+        return {"unavailable": "shipped model not installed"}
+    unsorted_embedder = Models("shipped:minilm", "none", cache, rerank=False,
+                               embed_shape=EmbedShape(sort_by_length=False)).embedder()
+    texts: list[str] = []
+    for path in sorted(Path(vault).rglob("*.md")):
+        note = parse_note(str(path), path.read_text(encoding="utf-8"))
+        for chunk in chunk_note(note, sorted_embedder.count_tokens, sorted_embedder.max_tokens):
+            texts.append(embed_text_for(note.title, chunk.heading, chunk.text))
+        if len(texts) >= SORT_SAMPLE_TEXTS:
+            break
+    texts = texts[:SORT_SAMPLE_TEXTS]
+    sorted_embedder.embed_documents(texts[:8])
+    unsorted_embedder.embed_documents(texts[:8])
+    best = {"sorted": float("inf"), "unsorted": float("inf")}
+    vectors = {}
+    for _ in range(2):
+        for name, embedder in (("unsorted", unsorted_embedder), ("sorted", sorted_embedder)):
+            t0 = time.perf_counter()
+            vectors[name] = embedder.embed_documents(texts)
+            best[name] = min(best[name], time.perf_counter() - t0)
+    lengths = [min(sorted_embedder.count_tokens(t), sorted_embedder.max_tokens) for t in texts]
+    return {"texts": len(texts), "mean_tokens": round(sum(lengths) / len(lengths), 1),
+            "sorted_chunks_per_s": round(len(texts) / best["sorted"], 1),
+            "unsorted_chunks_per_s": round(len(texts) / best["unsorted"], 1),
+            "speedup": round(best["unsorted"] / best["sorted"], 2),
+            "max_abs_diff": float(np.abs(vectors["sorted"] - vectors["unsorted"]).max())}
+
+
+class Float32Index:
+    """The in-memory index before issue 13, for comparison only: every vector read into a dict of
+    blobs, joined, and held as one float32 matrix; exact kNN by one matrix product."""
+
+    name = "numpy-float32"
+
+    def __init__(self, store, model: str):
+        import numpy as np
+
+        from vault_index.engine.vectors import ChunkVectors
+
+        self.store, self.model = store, model
+        blobs = store.vectors_by_hash(model)
+        keys = [k for k in store.chunk_keys() if k[2] in blobs]
+        matrix = np.frombuffer(b"".join(blobs[k[2]] for k in keys), dtype=np.float32).reshape(len(keys), -1)
+        self.vectors = ChunkVectors.from_arrays(np.asarray([k[0] for k in keys], dtype=np.int64),
+                                                np.asarray([k[1] for k in keys], dtype=np.int64), matrix,
+                                                [k[2] for k in keys])
+
+    def note_similarity(self, query_vector, chunk_ids):
+        return self.vectors.note_similarity(query_vector, chunk_ids)
+
+    def search(self, query_vector, limit: int, allowed=None):
+        import numpy as np
+
+        scores = self.vectors.matrix @ np.asarray(query_vector, dtype=np.float32)
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        top = top[np.argsort(-scores[top])]
+        return [(int(self.vectors.ids[i]), float(scores[i])) for i in top]
+
+
+class _RealQueries:
+    """The real model embeds the queries; the fingerprint is the stand-in vectors' one."""
+
+    max_tokens = 512
+
+    def __init__(self, real, fingerprint: str):
+        self.real, self.fingerprint = real, fingerprint
+
+    def count_tokens(self, text: str) -> int:
+        return self.real.count_tokens(text)
+
+    def embed_documents(self, texts):
+        return self.real.embed_documents(texts)
+
+    def embed_query(self, text: str):
+        return self.real.embed_query(text)
+
+
+def child_serve(db: str, fingerprint: str, kind: str, queries_json: str) -> dict:
+    """What a server holds at this size: the real model, the store and the vector index, searched."""
+    from vault_index.config import Settings
+    from vault_index.engine.models import Models
+    from vault_index.engine.store import Store
+    from vault_index.services.search import Searcher
+
+    real = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False).embedder()
+    if real is None:
+        return {"unavailable": "shipped model not installed"}
+    real.embed_query("warm up")
+    store = Store(Path(db))
+    searcher = Searcher(store, Models.fixed(_RealQueries(real, fingerprint)))
+    t0 = time.perf_counter()
+    if kind == "float32":
+        searcher._vector_index = Float32Index(store, fingerprint)
+    searcher.search("warm up the index", "hybrid")
+    load_s = time.perf_counter() - t0
+    queries = json.loads(queries_json)
+    times = []
+    for query in queries:
+        t0 = time.perf_counter()
+        searcher.search(query, "hybrid")
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    at = lambda q: round(times[min(len(times) - 1, int(round(q * (len(times) - 1))))] * 1000, 1)  # noqa: E731
+    store.close()
+    return {"kind": kind, "first_search_s": round(load_s, 2), "hybrid_p50_ms": at(0.5), "hybrid_p95_ms": at(0.95),
+            "queries": len(times), "peak_rss_mb": _peak_mb()}
+
+
+# --- parts of `vault-index bench` ----------------------------------------------------------------
+
+
+def bench_indexing(args, workdir: Path) -> dict:
+    """Old and new embedder shape on the example vault and on synthetic long notes."""
+    quick = getattr(args, "quick", False)
+    long_root = workdir / "long-notes"
+    notes = LONG_NOTES_QUICK if quick else LONG_NOTES
+    write_long_notes(long_root, notes)
+    out: dict = {"long_notes": notes}
+    runs = []
+    if EXAMPLE_VAULT.is_dir():
+        runs += [("example_vault", str(EXAMPLE_VAULT), 0)]
+    legacy_limit = LEGACY_NOTES_QUICK if quick else LEGACY_NOTES
+    runs += [("long_notes_subset", str(long_root), legacy_limit)]
+    for name, vault, limit in runs:  # same texts, old then new, one after the other
+        out[name] = {shape: _child(["index", vault, str(workdir / f"fp-{name}-{shape}.db"), shape, str(limit)])
+                     for shape in ("legacy", "new")}
+        legacy, new = out[name]["legacy"], out[name]["new"]
+        if "chunks_per_s" in legacy and "chunks_per_s" in new:
+            out[name]["throughput_ratio"] = round(new["chunks_per_s"] / legacy["chunks_per_s"], 2)
+    out["long_notes_all"] = {"new": _child(["index", str(long_root), str(workdir / "fp-long-all.db"), "new", "0"])}
+    out["sorting"] = _child(["sorting", str(long_root)])
+    return out
+
+
+def bench_serving(store_path: Path, fingerprint: str, queries: list[str]) -> dict:
+    """float32 (before) against float16 (now), each in a child holding the real model too."""
+    payload = json.dumps(queries[:SERVE_QUERIES])
+    out = {kind: _child(["serve", str(store_path), fingerprint, kind, payload]) for kind in ("float32", "float16")}
+    return out
+
+
+def render(fp: dict | None, serving: dict | None) -> str:
+    lines = ["footprint (each figure from a child process of its own; peak = VmHWM):"]
+    if not fp or "error" in fp or "unavailable" in fp:
+        lines.append(f"  indexing: {(fp or {}).get('error') or (fp or {}).get('unavailable') or 'not run'}")
+    else:
+        for name in ("example_vault", "long_notes_subset"):
+            if name not in fp:
+                continue
+            part = fp[name]
+            for shape in ("legacy", "new"):
+                r = part[shape]
+                lines.append(f"  index {name:<18} {shape:<6} " + (
+                    f"{r['chunks']:>5} chunks  {r['chunks_per_s']:>6} chunks/s  peak {r['peak_rss_mb']} MB"
+                    if "chunks" in r else str(r)))
+            lines.append(f"    throughput new/legacy: {part.get('throughput_ratio', '-')}x")
+        r = fp.get("long_notes_all", {}).get("new", {})
+        summary = r
+        if "chunks" in r:
+            summary = f"{r['chunks']} chunks  {r['chunks_per_s']} chunks/s  peak {r['peak_rss_mb']} MB"
+        lines.append(f"  index all {fp['long_notes']} long notes, new: {summary}")
+        s = fp.get("sorting", {})
+        if "speedup" in s:
+            lines.append(f"  length-sorted runs: {s['sorted_chunks_per_s']} chunks/s vs unsorted "
+                         f"{s['unsorted_chunks_per_s']} ({s['speedup']}x, {s['texts']} texts of {s['mean_tokens']} "
+                         f"tokens on average); largest vector difference {s['max_abs_diff']:.1e}")
+    if serving:
+        for kind in ("float32", "float16"):
+            r = serving.get(kind, {})
+            lines.append(f"  serve {serving.get('chunks', '?'):,} chunks, {kind:<7} " + (
+                f"peak {r['peak_rss_mb']} MB  hybrid p50/p95 {r['hybrid_p50_ms']}/{r['hybrid_p95_ms']} ms  "
+                f"first search {r['first_search_s']} s" if "peak_rss_mb" in r else str(r)))
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    kind, rest = argv[0], argv[1:]
+    if kind == "index":
+        result = child_index(rest[0], rest[1], rest[2], int(rest[3]))
+    elif kind == "sorting":
+        result = child_sorting(rest[0])
+    elif kind == "serve":
+        result = child_serve(rest[0], rest[1], rest[2], rest[3])
+    else:
+        raise SystemExit(f"unknown part {kind}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,166 @@
+"""The edit hook -> running server hand-off over the index's Unix socket (services/edit_queue.py).
+
+The listener runs in this process with the fake embedder (as the server would, with its loaded
+model); the hook runs as Claude Code runs it, a separate process, so the socket is crossed for real.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from helpers import BIKE, GARDEN, FakeEmbedder, make_settings, write
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hooks"))
+from hookrun import hook_env, run_script  # noqa: E402
+from vault_index.engine.models import Models  # noqa: E402
+from vault_index.services.app import App  # noqa: E402
+from vault_index.services.edit_queue import MAX_SOCKET_PATH_BYTES, EditListener, hand_off, socket_path  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix sockets only")
+WAIT_S = 20.0
+
+
+@pytest.fixture
+def short_dir():
+    """A short folder: a socket path must fit in sun_path (about 100 bytes), pytest's tmp_path may not."""
+    path = Path(tempfile.mkdtemp(prefix="vi-eq-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def served(short_dir):
+    """(vault, settings, embedder, listener): an indexed vault and a listener with the fake model."""
+    vault = short_dir / "vault"
+    write(vault, "garden.md", GARDEN)
+    write(vault, "bike.md", BIKE)
+    write(vault, "secrets/keys.md", "# Keys\n\nzanzibarsecret\n")
+    settings = make_settings(short_dir)
+    embedder = FakeEmbedder()
+    models = Models.fixed(embedder)
+    app = App.open(settings, models=models)
+    app.index([str(vault)])
+    app.close()
+    listener = EditListener(settings.db_path, lambda: App.open(settings, models=models))
+    assert listener.start()
+    yield vault, settings, embedder, listener
+    listener.stop()
+
+
+def wait_for(condition, timeout: float = WAIT_S) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def found(settings, embedder, query: str, mode: str = "vector") -> set[str]:
+    app = App.open(settings, models=Models.fixed(embedder))
+    try:
+        return {Path(h.path).name for h in app.search(query, mode).hits}
+    finally:
+        app.close()
+
+
+def test_socket_sits_beside_the_index_and_only_its_user_may_use_it(served):
+    _, settings, _, listener = served
+    assert listener.path == socket_path(settings.db_path) == settings.db_path.with_name("index.db.sock")
+    mode = os.stat(listener.path).st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+
+
+def test_a_handed_off_edit_is_reindexed_with_vectors_by_the_server(served):
+    vault, settings, embedder, listener = served
+    note = write(vault, "bike.md", BIKE + "\n## Lights\n\nquokkalumen dynamo headlight\n")
+    before = embedder.count
+    assert hand_off(settings.db_path, str(note)) == "queued"
+    assert wait_for(lambda: listener.done >= 1)
+    assert embedder.count > before  # embedded by the listener's (shared) model
+    assert found(settings, embedder, "quokkalumen dynamo", "keyword") == {"bike.md"}
+    assert "bike.md" in found(settings, embedder, "quokkalumen dynamo headlight")
+
+
+@pytest.mark.parametrize("where", ["outside", "secret", "suffix"])
+def test_paths_the_index_would_not_take_are_refused(served, short_dir, where):
+    vault, settings, _, listener = served
+    target = {"outside": write(short_dir, "elsewhere/x.md", "# X\n"),
+              "secret": vault / "secrets" / "keys.md",
+              "suffix": write(vault, "tool.py", "print(1)\n")}[where]
+    assert hand_off(settings.db_path, str(target)) == "refused"
+    time.sleep(0.3)
+    assert listener.done == 0 and listener.paths.empty()
+
+
+def test_what_is_not_one_absolute_path_gets_no_answer(served):
+    _, settings, _, listener = served
+    requests = (b"relative/path.md\n", b"/a/b\x00c.md\n", b"\xff\xfe/bad\n", b"/" + b"a" * 5000 + b"\n", b"/no/nl")
+    for request in requests:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(5)
+            client.connect(str(listener.path))
+            try:
+                client.sendall(request)
+                client.shutdown(socket.SHUT_WR)
+                answer = client.recv(16)
+            except (BrokenPipeError, ConnectionResetError):
+                answer = b""  # the server hung up on an oversized request: no answer either
+            assert answer == b""
+    assert listener.done == 0 and listener.paths.empty()
+
+
+def test_with_no_server_hand_off_says_so_at_once(short_dir):
+    db = short_dir / "index.db"
+    t0 = time.perf_counter()
+    assert hand_off(db, "/x/y.md") is None  # no socket file
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(socket_path(db)))  # bound, never listening: what a killed server leaves
+    stale.close()
+    assert hand_off(db, "/x/y.md") is None
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_a_stale_socket_is_replaced_and_a_live_one_is_left_to_its_server(served):
+    _, settings, _, listener = served
+    second = EditListener(settings.db_path, lambda: None)
+    assert not second.start()  # the first server keeps the socket
+    listener.stop()
+    assert not listener.path.exists()
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(listener.path))
+    stale.close()
+    models = Models.fixed(FakeEmbedder())
+    third = EditListener(settings.db_path, lambda: App.open(settings, models=models))
+    try:
+        assert third.start()
+        assert hand_off(settings.db_path, str(next(Path(settings.db_path).parent.glob("vault/bike.md")))) == "queued"
+    finally:
+        third.stop()
+
+
+def test_an_index_path_too_long_for_a_socket_means_no_listener(tmp_path):
+    deep = tmp_path / ("d" * (MAX_SOCKET_PATH_BYTES + 10)) / "index.db"
+    assert not EditListener(deep, lambda: None).start()
+    assert hand_off(deep, "/x.md") is None
+
+
+def test_the_hook_process_hands_off_and_returns(served):
+    vault, settings, embedder, listener = served
+    note = write(vault, "garden.md", GARDEN + "\n## Pests\n\nwombatgrub beetle larvae\n")
+    payload = {"session_id": "s", "transcript_path": str(vault / "t.jsonl"), "cwd": str(vault),
+               "hook_event_name": "PostToolUse", "tool_name": "Edit",
+               "tool_input": {"file_path": str(note), "old_string": "a", "new_string": "b"},
+               "tool_response": {"filePath": str(note)}, "tool_use_id": "toolu_1"}
+    done = run_script("reindex_hook.py", payload, hook_env(VAULT_INDEX_DB=str(settings.db_path)))
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert wait_for(lambda: listener.done >= 1)  # the server did the work, not the hook
+    assert "garden.md" in found(settings, embedder, "wombatgrub beetle larvae")
