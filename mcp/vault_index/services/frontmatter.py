@@ -9,7 +9,9 @@ order, and a new note gets the core fields in CORE_ORDER, then extensions, then 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable
+from functools import lru_cache
 
 import yaml
 
@@ -103,9 +105,7 @@ def coerce(fields: dict) -> tuple[dict, list[dict]]:
 
 def validate(fields: dict, schema: dict) -> list[dict]:
     """Every schema problem at once, each {field, rule, message}; [] when valid."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    validator = _validator(json.dumps(schema, sort_keys=True))
     found = []
     for error in sorted(validator.iter_errors(_jsonable(fields)), key=lambda e: [str(p) for p in e.path]):
         path = ".".join(str(p) for p in error.absolute_path)
@@ -119,6 +119,15 @@ def validate(fields: dict, schema: dict) -> list[dict]:
             message = f"{error.instance!r} is not a real date (YYYY-MM-DD)"
         found.append(problem(field, str(error.validator), f"{field}: {message}"))
     return found
+
+
+@lru_cache(maxsize=64)
+def _validator(schema_json: str):
+    """One compiled validator per distinct schema (lint checks thousands of notes against a few)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(schema_json),
+                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
 def _jsonable(value):

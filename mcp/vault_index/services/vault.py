@@ -131,6 +131,19 @@ class Vault:
         return tuple(self.config["collections"])
 
     @cached_property
+    def note_types(self) -> dict[str, dict]:
+        """The note types of this vault's spec: the shipped ones, extended or replaced (services/spec.py)."""
+        from vault_index.services import spec
+
+        return spec.vault_types(self.root / STATE_DIR)
+
+    def schema_for(self, fields: dict) -> dict:
+        """The frontmatter schema a note with these fields must meet: core, link fields, its type."""
+        from vault_index.services import spec
+
+        return spec.schema_for(self.note_schema, self.note_types, fields)
+
+    @cached_property
     def note_schema(self) -> dict:
         """The frontmatter JSON Schema: the core fields plus this vault's schema_extensions."""
         schema = json.loads(resources.files("vault_index.schemas").joinpath("note.schema.json").read_text())

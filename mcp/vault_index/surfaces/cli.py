@@ -17,6 +17,7 @@ from vault_index import __version__
 from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
+from vault_index.surfaces.cli_links import add_parsers as add_link_parsers
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 
@@ -273,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)
+    add_link_parsers(sub, common)
 
     add_graph_parsers(sub, common, memory_option)
 
