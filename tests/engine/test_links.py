@@ -81,12 +81,12 @@ def test_resolution_table_in_memory(source, written, status, target, rule, fragm
 def test_resolution_table_in_the_index(tmp_path, open_app):
     root = tmp_path / "v"
     build(root)
-    for number, (source, written, *_rest) in enumerate(TABLE):
+    for number, (_source, written, *_rest) in enumerate(TABLE):
         write(root, f"probe/{number:02d}.md", f"# probe {number}\n\n{written}\n")
     app = open_app(FakeEmbedder())
     app.index([str(root)])
     real = Path(root).resolve()
-    for number, (source, written, status, target, rule, fragment) in enumerate(TABLE):
+    for number, (source, written, status, target, _rule, fragment) in enumerate(TABLE):
         if source != "index.md":
             continue  # the index resolves from the probe's own folder: only root-level rows carry over
         (edge,) = app.store.links("outgoing", str(real / f"probe/{number:02d}.md"))

@@ -101,6 +101,24 @@ def note_names(path: str, frontmatter: dict, title: str) -> dict[str, set[str]]:
 # --- extraction ---------------------------------------------------------------------------------
 
 
+_H1 = re.compile(r"^#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+
+
+def note_title(path: str, frontmatter: dict, text: str, start: int = 0) -> str:
+    """The title the index gives a note (engine/parse.py): frontmatter title, else the first H1
+    outside code blocks, else the file name. Lint uses it without parsing the note twice."""
+    value = frontmatter.get("title")
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    lines = text.split("\n")[start:]
+    skipped = code_lines(lines)
+    for index, line in enumerate(lines):
+        match = _H1.match(line)
+        if match and index not in skipped and match.group(1).strip():
+            return match.group(1).strip()
+    return posixpath.splitext(posixpath.basename(path))[0]
+
+
 def body_start(text: str) -> int:
     """0-based line where the body begins: after a leading '---' frontmatter block, else 0."""
     lines = text.split("\n", 2001)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vault_index.engine import links as links_rules
-from vault_index.engine.parse import parse_note
 from vault_index.services import frontmatter as frontmatter_rules
 
 DEFAULT_AGING_FRACTION = 0.75   # aging from 3/4 of ttl_days on (config: decay.aging_after_fraction)
@@ -140,7 +139,7 @@ def readable_notes(writer, caller, root: Path) -> list[NoteFacts]:
         start = links_rules.body_start(text)
         head = tuple(text.split("\n", start)[:start])
         links = tuple(links_rules.extract(text, view.frontmatter, start))
-        title = parse_note(rel, text).title
+        title = links_rules.note_title(rel, view.frontmatter, text, start)
         facts.append(NoteFacts(view.path, view.collection, view.frontmatter, tuple(view.problems),
                                view.decay, links, title, head))
     return facts

@@ -138,10 +138,20 @@ class Vault:
         return spec.vault_types(self.root / STATE_DIR)
 
     def schema_for(self, fields: dict) -> dict:
-        """The frontmatter schema a note with these fields must meet: core, link fields, its type."""
+        """The frontmatter schema a note with these fields must meet: core, link fields, its type.
+
+        One schema object per type, built once: lint validates thousands of notes against a few."""
         from vault_index.services import spec
 
-        return spec.schema_for(self.note_schema, self.note_types, fields)
+        kind = fields.get("type")
+        key = kind if isinstance(kind, str) and kind in self.note_types else ""
+        if key not in self._schemas:
+            self._schemas[key] = spec.schema_for(self.note_schema, self.note_types, {"type": key})
+        return self._schemas[key]
+
+    @cached_property
+    def _schemas(self) -> dict[str, dict]:
+        return {}
 
     @cached_property
     def note_schema(self) -> dict:

@@ -157,6 +157,10 @@ def cmd_eval(app, args) -> int:
 
 
 def cmd_bench(app, args) -> int:
+    if args.links:
+        from vault_index.tooling.bench_links import run_links_bench
+
+        return run_links_bench(args)
     if args.write:
         from vault_index.tooling.bench_write import run_write_bench
 
@@ -271,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true",
                    help="instead: one note write through the running server, per stage (docs/bench.md)")
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
+    p.add_argument("--links", action="store_true",
+                   help="instead: the link graph at 10k notes / 50k links: backlinks, neighbors, lint")
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)
