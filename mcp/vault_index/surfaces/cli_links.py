@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from vault_index.engine.links import EDGE_KINDS
 
@@ -16,7 +17,10 @@ def cmd_links(app, args) -> int:
     from vault_index.services.linkgraph import note_links
 
     types = [t for part in (args.types or []) for t in part.split(",")]
-    out = note_links(app, args.direction, args.note, query=getattr(args, "query", None),
+    note = args.note
+    if note and not Path(note).is_absolute() and Path(note).is_file():
+        note = str(Path(note).resolve())  # a path typed at the terminal is relative to where one stands
+    out = note_links(app, args.direction, note, query=getattr(args, "query", None),
                      depth=getattr(args, "depth", 1), types=types, limit=args.limit)
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
