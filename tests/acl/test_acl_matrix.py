@@ -335,7 +335,7 @@ GUEST_CALLS = {  # one valid call per tool; a tool added without an entry here f
     "note_read": {"path": "alpha/alpha-one.md"},
     "note_write": {"op": "append", "path": "alpha/alpha-one.md", "body": "x"},
     "tension_log": {"a": "alpha/alpha-one.md", "b": "alpha/alpha-two.md", "description": "d"},
-    "vault_review": {},
+    "vault_review": {}, "note_links": {"direction": "backlinks", "path": "alpha/alpha-one.md"},
 }
 
 

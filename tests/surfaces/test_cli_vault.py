@@ -127,12 +127,14 @@ def test_tension_lint_and_dashboard(env, tmp_path):
     assert {i["check"] for i in lint["data"]["issues"]} <= set(CHECKS)
     assert any(i["check"] == "unanswered_question" for i in lint["data"]["issues"])  # the example draft asks one
     assert js(env, "lint", *v, "--fail-on", "warning", code=1)["status"] == "failed"
-    run(env, "lint", *v, "--fail")  # no errors in a fresh vault: exit 0 even when asked to fail
+    assert js(env, "lint", *v, "--strict", code=1)["status"] == "failed"
+    run(env, "lint", *v, "--fail")  # no errors in a fresh vault: exit 0 (failing on errors is the default)
+    run(env, "lint", str(root))  # the vault as the positional PATH
     stale = root / "research" / "how-this-vault-works.md"
     stale.write_text(stale.read_text().replace("ttl_days: 365", "ttl_days: 1").replace(
         "updated: 20", "updated: 19", 1))
-    failing = run(env, "lint", *v, "--fail", code=1)
-    assert "stale" in failing.stdout and "research/how-this-vault-works.md" in failing.stdout
+    warned = run(env, "lint", *v)  # stale is a warning: exit 0 unless --strict
+    assert "research/how-this-vault-works.md:" in warned.stdout and "warning stale" in warned.stdout
 
     board = js(env, "dashboard", *v)["data"]
     assert board["notes"] == 3 and board["open_tensions"] == 1 and board["decay"]["stale"] == 1
@@ -163,3 +165,6 @@ def test_bad_input_is_a_clear_error_never_a_traceback(env, tmp_path):
     escape = js(env, "write", "../outside.md", *v, "--body", "x", "--set", "title=X", code=2)
     assert escape["status"] == "refused" and not (tmp_path / "outside.md").exists()
     assert "is a file" in run(env, "init", str(binary), code=2).stderr
+    (root / "drafts" / "open-questions.md").write_text("---\ntitle: x\nstatus: final\n---\n# x\n")
+    failing = run(env, "lint", *v, code=1)  # an invalid note is an error: exit 1
+    assert "drafts/open-questions.md:3: error invalid_frontmatter" in failing.stdout

@@ -14,10 +14,10 @@ from vault_index.config import DEFAULT_DB, DEFAULT_MEMORY_FILE
 CORE_TOOLS = {"index_paths", "search_notes", "get_note", "list_sources", "remove_source"}
 GRAPH_TOOLS = {"graph_create", "graph_search", "graph_open", "recall"}
 WRITE_TOOLS = {"lesson_add", "lesson_supersede", "lesson_retire", "adr_create"}
-VAULT_TOOLS = {"note_read", "note_write", "tension_log", "vault_review"}  # the curated vault
+VAULT_TOOLS = {"note_read", "note_write", "tension_log", "vault_review", "note_links"}  # the curated vault
 TOOLS = CORE_TOOLS | GRAPH_TOOLS | WRITE_TOOLS | VAULT_TOOLS  # all declared in surfaces/tools.py
 READ_TOOLS = {"search_notes", "get_note", "list_sources", "graph_search", "graph_open", "recall", "note_read",
-              "vault_review"}
+              "vault_review", "note_links"}
 TIMEOUT_S = 60
 
 
@@ -57,6 +57,7 @@ async def _session_checks(params, vault, second, outside, errlog) -> dict:
             seen["remove"] = await session.call_tool("remove_source", {"path": str(second)})
             seen["sources_after"] = await session.call_tool("list_sources", {})
             seen["remove_again"] = await session.call_tool("remove_source", {"path": str(second)})
+            seen["links"] = await session.call_tool("note_links", {"direction": "neighbors", "path": "bike.md"})
     return seen
 
 
@@ -80,6 +81,7 @@ def test_every_tool_over_stdio(tmp_path, vault):
     assert "4 markdown notes" in seen["instructions"] and str(vault) in seen["instructions"]
     assert "only keyword search is live" in seen["instructions"]
 
+    assert not seen["links"].is_error and seen["links"].structured_content["data"]["direction"] == "neighbors"
     tools = seen["tools"]
     assert set(tools) == TOOLS
     for name in READ_TOOLS:

@@ -49,7 +49,7 @@ def test_tools_list_fits_the_token_budget(tmp_path):
     spaced = json.dumps({"tools": tools})
     assert count(wire) <= TOOLS_LIST_TOKEN_BUDGET, f"tools/list is {count(wire)} tokens"
     assert count(spaced) <= TOOLS_LIST_TOKEN_BUDGET, f"tools/list (spaced JSON) is {count(spaced)} tokens"
-    assert len(tools) == 17
+    assert len(tools) == 18
 
 
 def test_every_tool_is_declared_in_the_one_tools_module():
@@ -148,3 +148,27 @@ def test_a_lesson_retried_with_its_request_id_is_written_once(vault, tmp_path, o
     assert first.structured_content["id"] == again.structured_content["id"] == "L-0001"
     assert other.structured_content["id"] == "L-0002"
     assert (vault / "docs" / "lessons.md").read_text().count("- lesson: Name the version you read") == 2
+
+
+def test_note_links_answers_each_direction_and_hides_unreadable_notes(vault, tmp_path, open_app):
+    app = open_app(None)
+    (vault / "research" / "links-here.md").write_text(
+        "---\ntitle: Links here\nstatus: canonical\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\n"
+        "# Links here\n\n[[how-this-vault-works]] and [[open-questions]] and [[nowhere]]\n")
+    app.index([str(vault)])
+    editor = lambda v, ctx: Caller("Ed <ed@example.org>", "editor", "test-agent")  # noqa: E731
+    reader = lambda v, ctx: Caller("Rea <r@example.org>", "reader", "test-agent")  # noqa: E731
+    target = "research/how-this-vault-works.md"
+    calls = [("note_links", {"direction": "backlinks", "path": target}),
+             ("note_links", {"direction": "links", "path": "research/links-here.md"}),
+             ("note_links", {"direction": "neighbors", "path": target, "depth": 2}),
+             ("note_links", {"direction": "related", "query": "how this vault works"})]
+    back, out, near, related = [r.structured_content["data"] for r in
+                                _call_all(build_server(app, tmp_path / "m.jsonl", editor, vault_root=vault), calls)]
+    assert str(vault.resolve() / "research/links-here.md") in [r["path"] for r in back["results"]]
+    assert [r["status"] for r in out["results"]] == ["resolved", "resolved", "unresolved"]
+    assert str(vault.resolve() / "drafts/open-questions.md") in [r["path"] for r in near["results"]]
+    assert related["results"]
+    as_reader = _call_all(build_server(app, tmp_path / "m.jsonl", reader, vault_root=vault), calls[2:3])
+    paths = [r["path"] for r in as_reader[0].structured_content["data"]["results"]]
+    assert paths and not any("/drafts/" in p for p in paths)  # the reader role cannot read drafts

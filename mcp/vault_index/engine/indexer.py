@@ -171,6 +171,7 @@ def _sync_file(
     note = parse_note(key, text)
     chunks = chunk_note(note, count, max_tokens)
     store.replace_file(source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks)
+    store.update_links(key, str(root), text, note)
     store.record_problem(key, note.frontmatter_error)
     if note.frontmatter_error:
         report.problems.append((key, note.frontmatter_error + " (body indexed)"))

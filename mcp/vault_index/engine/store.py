@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.engine import recovery
+from vault_index.engine import link_index, recovery
 from vault_index.errors import (
     IndexBusyError,
     IndexReadOnlyError,
@@ -26,6 +26,7 @@ from vault_index.errors import (
 )
 
 BUSY_TIMEOUT_S = 30.0
+LINK_QUERIES = ("backlinks", "outgoing", "neighbors", "unresolved")
 
 
 def m001_initial(db: sqlite3.Connection) -> None:
@@ -71,7 +72,14 @@ def m002_embeddings_rowid(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS = (m001_initial, m002_embeddings_rowid)
+def m003_links(db: sqlite3.Connection) -> None:
+    """The link graph (engine/link_index.py). Files indexed before it get mtime 0, so the next
+    sync reads them again and fills their edges (chunk hashes are unchanged: nothing re-embeds)."""
+    link_index.migrate(db)
+    db.execute("UPDATE files SET mtime = 0, hash = ''")
+
+
+MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links)
 
 
 @dataclass(frozen=True)
@@ -306,6 +314,7 @@ class Store:
         with self.transaction() as db:
             for file_path in paths:
                 self._delete_file(db, file_path)
+                link_index.forget_note(db, file_path)
             db.execute("DELETE FROM sources WHERE id = ?", row)
             recovery.save_sources(self.path, [p for (p,) in db.execute("SELECT path FROM sources ORDER BY path")])
             db.execute(
@@ -358,7 +367,21 @@ class Store:
     def delete_file(self, path: str) -> None:
         with self.transaction() as db:
             self._delete_file(db, path)
+            link_index.forget_note(db, path)
             self.bump_generation(db)
+
+    def update_links(self, path: str, root: str, text: str, note, body_start: int | None = None) -> None:
+        """Replace the links of an indexed note (after its chunks are written; engine/link_index.py)."""
+        with self.transaction() as db:
+            link_index.update_note(db, path, root, text, note.frontmatter, note.title, body_start)
+
+    def links(self, query: str, path: str, **options) -> list[dict]:
+        """A link-graph query of engine/link_index.py: backlinks, outgoing, neighbors or unresolved."""
+        if query not in LINK_QUERIES:
+            raise ValueError(f"unknown link query {query!r}")
+        if query == "unresolved":
+            return link_index.unresolved(self.db)
+        return getattr(link_index, query)(self.db, path, **options)
 
     def _delete_file(self, db: sqlite3.Connection, path: str) -> None:
         row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()

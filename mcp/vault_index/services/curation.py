@@ -17,30 +17,40 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.engine.parse import parse_note
+from vault_index.engine import links as links_rules
 from vault_index.services import frontmatter as frontmatter_rules
 
 DEFAULT_AGING_FRACTION = 0.75   # aging from 3/4 of ttl_days on (config: decay.aging_after_fraction)
 OLD_DRAFT_DAYS = 30             # a draft untouched this long is reported
 STAGNANT_DAYS = 60              # confidence: low, untouched this long, is reported
 RECENT_WRITES = 10              # commits the dashboard lists
+MAX_NOTE_BYTES = 10_000_000  # lint reads no more of one note
 MAX_NOTES = 20_000              # lint and status stop walking here and say so
 TENSIONS_FILE = "tensions.md"   # at the vault root: one log for every collection
 MAX_TENSION_CHARS = 2000
 GIT_TIMEOUT_S = 10
 SKIPPED_DIRS = {".git", ".vault-index", "secrets", "node_modules"}
 
-# check name -> severity; errors fail a lint run that was asked to fail (`fail_on`).
+# check name -> severity (docs/links.md). A lint run fails (`fail_on`) on errors by default and on
+# warnings too with --strict; info never fails it.
 CHECKS = {
     "invalid_frontmatter": "error",
-    "stale": "error",
-    "deprecated_linked": "error",
-    "orphan": "warning",
+    "duplicate_name": "error",
+    "unresolved_link": "warning",
+    "ambiguous_link": "warning",
+    "name_mismatch": "warning",
+    "deprecated_linked": "warning",
+    "stale": "warning",
     "old_draft": "warning",
     "low_confidence": "warning",
     "unanswered_question": "warning",
+    "orphan": "info",
 }
-SEVERITY_RANK = {"warning": 1, "error": 2}
+# Edge kinds that count as "still linked" for deprecated_linked: saying that a note supersedes,
+# contradicts or cites an old one is how it should be retired, not a use of it.
+USING_KINDS = ("wikilink", "embed", "markdown", "related")
+HUB_TYPES = ("moc",)  # entry points: nothing needs to link to them, so never orphans
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 _TENSION_HEAD = re.compile(r"^## (T-(\d{4,})): `(.+?)` vs `(.+?)`\s*$", re.MULTILINE)
 _TENSION_STATUS = re.compile(r"^- status: (\w+)\s*$", re.MULTILINE)
 
@@ -95,7 +105,9 @@ class NoteFacts:
     frontmatter: dict
     problems: tuple
     decay: dict | None
-    links: tuple[str, ...]
+    links: tuple  # engine.links.Link (a bare string is read as a wikilink on line 1)
+    title: str = ""
+    head: tuple[str, ...] = ()  # the frontmatter's lines, to point at a field's line
 
 
 def note_paths(root: Path, limit: int = MAX_NOTES) -> Iterator[str]:
@@ -123,10 +135,23 @@ def readable_notes(writer, caller, root: Path) -> list[NoteFacts]:
         view = writer.read(caller, rel)
         if _is_outcome(view):
             continue  # denied, vanished meanwhile, or not a regular file: not the caller's to see
-        links = parse_note(rel, view.body).links
+        text = _note_text(root / rel) or view.body
+        start = links_rules.body_start(text)
+        head = tuple(text.split("\n", start)[:start])
+        links = tuple(links_rules.extract(text, view.frontmatter, start))
+        title = links_rules.note_title(rel, view.frontmatter, text, start)
         facts.append(NoteFacts(view.path, view.collection, view.frontmatter, tuple(view.problems),
-                               view.decay, links))
+                               view.decay, links, title, head))
     return facts
+
+
+def _note_text(path: Path) -> str | None:
+    """The file's text for line numbers; the write service's read has checked it already."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_NOTE_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _is_outcome(value) -> bool:
@@ -136,65 +161,101 @@ def _is_outcome(value) -> bool:
 # --- lint ---------------------------------------------------------------------------------------
 
 
-def _resolver(notes: list[NoteFacts]) -> Callable[[str], str | None]:
-    """A wikilink target -> the note it names (by path without .md, or by file name), any case."""
-    by_key: dict[str, str] = {}
+def _links_of(note: NoteFacts) -> list[links_rules.Link]:
+    return [link if isinstance(link, links_rules.Link) else links_rules.Link(str(link), "wikilink", 1)
+            for link in note.links]
+
+
+def _field_line(note: NoteFacts, field: str) -> int:
+    """The file line of a frontmatter field (1 when it is absent: the note's first line)."""
+    return next((i + 1 for i, text in enumerate(note.head) if text.startswith(f"{field}:")), 1)
+
+
+def resolve_links(notes: list[NoteFacts]) -> dict[str, list[tuple[links_rules.Link, links_rules.Resolution]]]:
+    """Each note's links with their resolution, by the index's own rule (engine/links.py)."""
+    lookup = links_rules.memory_lookup(
+        (n.path, links_rules.note_names(n.path, n.frontmatter, n.title)) for n in notes)
+    return {n.path: [(link, links_rules.resolve(link.target, n.path, "", lookup)) for link in _links_of(n)]
+            for n in notes}
+
+
+def lint_notes(notes: list[NoteFacts], today: dt.date) -> list[dict]:
+    """Every finding as {check, severity, path, line, message}, in path then line order."""
+    resolved = resolve_links(notes)
+    inbound: dict[str, set[str]] = {n.path: set() for n in notes}
+    using: dict[str, set[str]] = {n.path: set() for n in notes}
+    status = {n.path: str(n.frontmatter.get("status") or "") for n in notes}
+    for source, pairs in resolved.items():
+        for link, found in pairs:
+            if found.target and found.target != source:
+                inbound[found.target].add(source)
+                if link.kind in USING_KINDS:
+                    using[found.target].add(source)
+    answered = {_question(q) for n in notes for q in _as_list(n.frontmatter.get("questions_answered"))}
+    names: dict[str, list[NoteFacts]] = {}
     for note in notes:
-        stem = note.path[:-3] if note.path.endswith(".md") else note.path
-        by_key.setdefault(stem.casefold(), note.path)
-        by_key.setdefault(stem.rsplit("/", 1)[-1].casefold(), note.path)
+        canonical = note.frontmatter.get("name") or note.frontmatter.get("title")
+        if isinstance(canonical, str) and canonical.strip():
+            names.setdefault(links_rules.name_key(canonical), []).append(note)
+    issues: list[dict] = []
 
-    def resolve(target: str) -> str | None:
-        key = target.strip().removesuffix(".md").casefold()
-        return by_key.get(key)
+    def add(check: str, path: str, message: str, line: int = 1) -> None:
+        issues.append({"check": check, "severity": CHECKS[check], "path": path, "line": line, "message": message})
 
-    return resolve
+    for key, same in names.items():
+        for note in same if len(same) > 1 else ():
+            others = ", ".join(n.path for n in same if n is not note)
+            field = "name" if note.frontmatter.get("name") else "title"
+            add("duplicate_name", note.path, f"{field} '{key}' is also the name of {others}", _field_line(note, field))
+    for note in notes:
+        _lint_one(note, resolved[note.path], inbound, using, status, answered, today, add)
+    return sorted(issues, key=lambda i: (i["path"], i["line"], i["check"]))
+
+
+def _lint_one(note, pairs, inbound, using, status, answered, today, add) -> None:
+    fm = note.frontmatter
+    for found in note.problems:
+        field = str(found.get("field", "frontmatter"))
+        add("invalid_frontmatter", note.path, f"{found.get('message') or field} (rule: {found.get('rule', '?')})",
+            _field_line(note, field.split(".")[0]))
+    for link, found in pairs:
+        if found.status == "ambiguous":
+            add("ambiguous_link", note.path, f"[[{link.target}]] ({link.kind}) could be any of: "
+                + ", ".join(found.candidates) + " (write the path to choose one)", link.line)
+        elif found.status != "resolved":
+            add("unresolved_link", note.path, f"[[{link.target}]] ({link.kind}) names no note", link.line)
+    name = fm.get("name")
+    stem = links_rules.file_key(note.path)
+    if isinstance(name, str) and name.strip() and links_rules.name_key(name) != stem:
+        add("name_mismatch", note.path, f"name '{name}' differs from the file name '{stem}' (rename one)",
+            _field_line(note, "name"))
+    if note.decay and note.decay["state"] == "stale":
+        add("stale", note.path, f"{note.decay['age_days']} days since updated, past its ttl_days "
+                                f"of {note.decay['ttl_days']}: confirm and update it, or deprecate it",
+            _field_line(note, "ttl_days"))
+    if status[note.path] == "deprecated":
+        linking = sorted(p for p in using[note.path] if status[p] == "canonical")
+        if linking:
+            add("deprecated_linked", note.path, "deprecated but linked from canonical " + ", ".join(linking),
+                _field_line(note, "status"))
+    if not inbound[note.path] and fm.get("type") not in HUB_TYPES:
+        add("orphan", note.path, "no other note links here")
+    touched = as_date(fm.get("updated")) or as_date(fm.get("created"))
+    age = (today - touched).days if touched else None
+    if status[note.path] == "draft" and age is not None and age > OLD_DRAFT_DAYS:
+        add("old_draft", note.path, f"a draft for {age} days: promote, finish or deprecate it",
+            _field_line(note, "status"))
+    if str(fm.get("confidence") or "").casefold() == "low" and age is not None and age > STAGNANT_DAYS:
+        add("low_confidence", note.path, f"confidence low and unchanged for {age} days",
+            _field_line(note, "confidence"))
+    for question in _as_list(fm.get("questions_raised")):
+        if _question(question) and _question(question) not in answered:
+            add("unanswered_question", note.path, f"no note answers: {str(question).strip()}",
+                _field_line(note, "questions_raised"))
 
 
 def _question(text) -> str:
     return " ".join(str(text).casefold().split()).rstrip("?").strip()
-
-
-def lint_notes(notes: list[NoteFacts], today: dt.date) -> list[dict]:
-    """Every finding as {check, severity, path, message}, in path order."""
-    resolve = _resolver(notes)
-    inbound: dict[str, set[str]] = {n.path: set() for n in notes}
-    status = {n.path: str(n.frontmatter.get("status") or "") for n in notes}
-    for note in notes:
-        for target in note.links:
-            found = resolve(target)
-            if found and found != note.path:
-                inbound[found].add(note.path)
-    answered = {_question(q) for n in notes for q in _as_list(n.frontmatter.get("questions_answered"))}
-    issues: list[dict] = []
-
-    def add(check: str, path: str, message: str) -> None:
-        issues.append({"check": check, "severity": CHECKS[check], "path": path, "message": message})
-
-    for note in notes:
-        fm = note.frontmatter
-        if note.problems:
-            fields = ", ".join(sorted({str(p.get("field", "?")) for p in note.problems}))
-            add("invalid_frontmatter", note.path, f"frontmatter problems in: {fields}")
-        if note.decay and note.decay["state"] == "stale":
-            add("stale", note.path, f"{note.decay['age_days']} days since updated, past its ttl_days "
-                                    f"of {note.decay['ttl_days']}: confirm and update it, or deprecate it")
-        if status[note.path] == "deprecated":
-            linking = sorted(p for p in inbound[note.path] if status[p] == "canonical")
-            if linking:
-                add("deprecated_linked", note.path, "deprecated but linked from canonical " + ", ".join(linking))
-        if not inbound[note.path]:
-            add("orphan", note.path, "no other note links here ([[...]])")
-        touched = as_date(fm.get("updated")) or as_date(fm.get("created"))
-        age = (today - touched).days if touched else None
-        if status[note.path] == "draft" and age is not None and age > OLD_DRAFT_DAYS:
-            add("old_draft", note.path, f"a draft for {age} days: promote, finish or deprecate it")
-        if str(fm.get("confidence") or "").casefold() == "low" and age is not None and age > STAGNANT_DAYS:
-            add("low_confidence", note.path, f"confidence low and unchanged for {age} days")
-        for question in _as_list(fm.get("questions_raised")):
-            if _question(question) and _question(question) not in answered:
-                add("unanswered_question", note.path, f"no note answers: {str(question).strip()}")
-    return sorted(issues, key=lambda i: (i["path"], i["check"]))
 
 
 def failed(issues: list[dict], fail_on: str) -> bool:

@@ -74,7 +74,7 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
             fields[name] = {"created": fields.get("created"), "updated": stamp,
                             "updated_by": f"agent:{caller.agent}" if caller.agent else caller.identity}[name]
     problems += _rules(fields, old_fields, target, op)
-    problems += fm.validate(fields, service.vault.note_schema)
+    problems += fm.validate(fields, service.vault.schema_for(fields))
     if hooks_run:
         problems += write_hooks.run_phase(service.vault, "pre_write", fields, context, alive)[1]
     if problems:
@@ -237,6 +237,6 @@ def read_view(service: WriteService, caller: Caller, path: str):
     text = data.decode("utf-8", errors="replace")
     fields, body, problems = fm.parse(text)
     fields, coerced = fm.coerce(fields)
-    problems += coerced + fm.validate(fields, service.vault.note_schema)
+    problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
     decay = fm.decay(fields, service.clock(), service.vault.config["decay"]["aging_after_fraction"])
     return NoteView(target.rel, target.collection, fields, body, fileio.file_version(data), tuple(problems), decay)

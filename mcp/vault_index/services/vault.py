@@ -131,6 +131,29 @@ class Vault:
         return tuple(self.config["collections"])
 
     @cached_property
+    def note_types(self) -> dict[str, dict]:
+        """The note types of this vault's spec: the shipped ones, extended or replaced (services/spec.py)."""
+        from vault_index.services import spec
+
+        return spec.vault_types(self.root / STATE_DIR)
+
+    def schema_for(self, fields: dict) -> dict:
+        """The frontmatter schema a note with these fields must meet: core, link fields, its type.
+
+        One schema object per type, built once: lint validates thousands of notes against a few."""
+        from vault_index.services import spec
+
+        kind = fields.get("type")
+        key = kind if isinstance(kind, str) and kind in self.note_types else ""
+        if key not in self._schemas:
+            self._schemas[key] = spec.schema_for(self.note_schema, self.note_types, {"type": key})
+        return self._schemas[key]
+
+    @cached_property
+    def _schemas(self) -> dict[str, dict]:
+        return {}
+
+    @cached_property
     def note_schema(self) -> dict:
         """The frontmatter JSON Schema: the core fields plus this vault's schema_extensions."""
         schema = json.loads(resources.files("vault_index.schemas").joinpath("note.schema.json").read_text())

@@ -19,6 +19,7 @@ from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
+from vault_index.surfaces.cli_links import add_parsers as add_link_parsers
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 
@@ -178,6 +179,10 @@ def cmd_bench(app, args) -> int:
         from vault_index.tooling.bench_http import run_http_bench
 
         return run_http_bench(args)
+    if args.links:
+        from vault_index.tooling.bench_links import run_links_bench
+
+        return run_links_bench(args)
     if args.write:
         from vault_index.tooling.bench_write import run_write_bench
 
@@ -300,9 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
     add_bench_options(p)
     p.add_argument("--million", action="store_true", help="also kNN at 1M vectors: exact against IVF (minutes)")
+    p.add_argument("--links", action="store_true",
+                   help="instead: the link graph at 10k notes / 50k links: backlinks, neighbors, lint")
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)
+    add_link_parsers(sub, common)
 
     add_graph_parsers(sub, common, memory_option)
 

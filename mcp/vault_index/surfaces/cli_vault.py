@@ -189,13 +189,15 @@ def _review(app, args, lint: bool, fail_on: str) -> dict:
 
 
 def cmd_lint(app, args) -> int:
-    fail_on = "error" if args.fail else args.fail_on
+    fail_on = "warning" if args.strict else args.fail_on
+    if args.path:
+        args.vault = args.path
     out = _review(app, args, True, fail_on)
     if args.json or out["status"] == "denied":
         return _finish(args, out)
     issues = out["data"]["issues"]
-    for issue in issues:
-        print(f"{issue['severity']:7} {issue['check']:20} {issue['path']}: {issue['message']}")
+    for issue in issues:  # path:line: the form editors and CI logs turn into a jump to the line
+        print(f"{issue['path']}:{issue['line']}: {issue['severity']} {issue['check']}: {issue['message']}")
     print(f"{len(issues)} findings" + (" (failed)" if out["data"]["failed"] else ""), file=sys.stderr)
     return OUTCOME_EXIT[out["status"]]
 
@@ -301,10 +303,13 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--request-id", help="a retry with the same id writes nothing twice")
     p.set_defaults(run=cmd_tension)
 
-    p = sub.add_parser("lint", parents=parents, help="advisory curation checks (exit 0 unless --fail)")
-    p.add_argument("--fail", action="store_true", help="exit 1 when a finding is an error")
-    p.add_argument("--fail-on", choices=("never", "warning", "error"), default="never",
-                   help="exit 1 when a finding is this severe (default never)")
+    p = sub.add_parser("lint", parents=parents,
+                       help="check the vault against its spec and links (exit 1 on errors; --strict: on warnings)")
+    p.add_argument("path", nargs="?", help="the vault's folder (same as --vault)")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p.add_argument("--fail", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    p.add_argument("--fail-on", choices=("never", "warning", "error"), default="error",
+                   help="exit 1 when a finding is this severe (default error)")
     p.set_defaults(run=cmd_lint)
 
     p = sub.add_parser("provenance", parents=parents, help="the write history of one note (from git)")

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from vault_index import __version__
 from vault_index.config import project_dir
 from vault_index.errors import NotFoundError, VaultIndexError
-from vault_index.services import adr, curation, lessons
+from vault_index.services import adr, curation, lessons, linkgraph
 from vault_index.services import graph as graph_service
 from vault_index.services import recall as recall_service
 from vault_index.services.access import Scope, graph_source, is_indexed, note_target, scope_for, visible_entities
@@ -474,6 +474,28 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         frontmatter, decay, open tensions, recent writes) plus the advisory lint findings."""
         vault, caller, scope = who(ctx)
         return outcome_out(call(partial(review, fail_on=fail_on, lint=lint), vault, caller, scope))
+
+    @server.tool(annotations=READ_ONLY, structured_output=True)
+    def note_links(
+        ctx: Context,
+        direction: Literal["backlinks", "links", "neighbors", "related"],
+        path: Annotated[str | None, Field(max_length=4096)] = None,
+        query: Annotated[str | None, Field(max_length=2000, description="related only: instead of path")] = None,
+        depth: Annotated[int, Field(ge=1, le=3)] = 1,
+        types: Annotated[list[str] | None, Field(max_length=10, description="edge kinds, e.g. wikilink, "
+                                                 "supersedes, related, provenance")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> OutcomeOut:
+        """The link graph of a note: backlinks, its links, neighbors to a depth, or related notes
+        (near in meaning and in links; a query works too)."""
+        vault, caller, scope = who(ctx)
+        need_read(scope, caller)
+        if path and not scope.can_read(call(note_target, app, path)):
+            raise ToolError(str(NotFoundError(f"{path} is not a file in the index sources")))
+        out = call(partial(linkgraph.note_links, query=query, depth=depth, types=types, limit=limit,
+                           can_read=scope.can_read), app, direction, path)
+        return OutcomeOut(status="ok", message=f"{len(out['results'])} {direction}", path=out["note"] or "",
+                          data=out)
 
     def review(vault, caller, scope: Scope, *, fail_on: str, lint: bool):
         if not scope.reads_any:
