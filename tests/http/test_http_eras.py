@@ -24,7 +24,7 @@ EXPECTED = {
 }
 STDIO_TOOLS = {"index_paths", "search_notes", "get_note", "list_sources", "remove_source", "graph_create",
                "graph_search", "graph_open", "recall", "lesson_add", "lesson_supersede", "lesson_retire",
-               "adr_create", "note_read", "note_write", "tension_log", "vault_review"}
+               "adr_create", "note_read", "note_write", "tension_log", "vault_review", "note_links"}
 
 
 @pytest.fixture(scope="module")
