@@ -33,6 +33,7 @@ SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for
 # cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
 DF_COUNT_CAP = 1000
 FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
+RERANK_NOTICE_PREFIX = "rerank off"  # surfaces that say a notice once per machine recognise it by this
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Searcher:
     def __init__(self, store: Store, models: Models, vector_backend: str = "auto"):
         self.store, self.models, self.vector_backend = store, models, vector_backend
         self._vector_index = None
+        self._rerank_said = False  # the reranker's absence is said once per process, not per search
 
     def vector_index(self):
         embedder = self.models.embedder()
@@ -154,7 +156,7 @@ class Searcher:
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
         shown = trace if explain else None
         hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)
-        return SearchResult(query, mode, vector_used, reranked, hits, tuple(notices))
+        return SearchResult(query, mode_run(mode, vector_used, reranked), vector_used, reranked, hits, tuple(notices))
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -214,7 +216,13 @@ class Searcher:
     def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):
         reranker = self.models.reranker()
         if reranker is None:
-            notices.append(f"rerank off: {self.models.rerank_error}; fusion order")
+            # Trigger: a reranker that cannot load (no hub) or is turned off.
+            # Why: the same line on every search is noise, and VAULT_RERANK=0 is a choice, not news.
+            # Outcome: said once per process when it could not load; never when turned off; the
+            # result's mode says "hybrid" and `reranked` false every time.
+            if not self._rerank_said and not _turned_off(self.models.rerank_error):
+                notices.append(f"{RERANK_NOTICE_PREFIX}: {self.models.rerank_error}; fusion order")
+            self._rerank_said = True
             return fused, False
         head = [cid for cid, _ in fused[: fusion.RERANK_TOP]]
         documents = [embed_text_for(rows[c].title, rows[c].heading, rows[c].text) for c in head]
@@ -257,6 +265,20 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def _turned_off(error: str | None) -> bool:
+    """Whether the model is off by the person's choice (engine/models.py words it "turned off")."""
+    return bool(error) and "turned off" in error
+
+
+def mode_run(asked: str, vector_used: bool, reranked: bool) -> str:
+    """The mode that actually ran: a stage that could not run is not claimed (--json, MCP)."""
+    if asked in ("hybrid", "hybrid+rerank") and not vector_used:
+        return "keyword"
+    if asked == "hybrid+rerank" and not reranked:
+        return "hybrid"
+    return asked
 
 
 def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:

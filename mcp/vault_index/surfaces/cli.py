@@ -19,6 +19,9 @@ from vault_index.errors import VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
+BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client starts it this way); "
+             "Ctrl-C stops. For the terminal commands: vault-index --help")
+
 
 def _json(data) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
@@ -36,23 +39,63 @@ def result_json(result, explain: bool = False) -> dict:
             "reranked": result.reranked, "notices": list(result.notices), "hits": hits}
 
 
-class Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal and not silenced."""
+PLAIN_PROGRESS_SECONDS = 10.0  # off a terminal (CI logs, setup's output): one progress line this often
+PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
+PHASE_UNITS = {"scan": " files", "embed": " chunks"}
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self._last = None
+
+class Progress:
+    """Index progress on stderr, never stdout: a tqdm bar with an ETA on a terminal, else a plain
+    line every PLAIN_PROGRESS_SECONDS and one at each phase's end (logs must not sit silent).
+
+    Called as the indexer's callback `(phase, done, total)`; phase "wait" (total 0) says the run
+    waits for another index run's embedding.
+    """
+
+    def __init__(self, enabled: bool, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self._bar = None
+        self._phase: str | None = None
+        self._started = self._last_line = 0.0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
+        if not self.enabled:
             return
-        width = 30
-        filled = int(width * done / total)
-        line = f"\r{phase:5} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
-        if line != self._last:
-            sys.stderr.write(line + ("\n" if done >= total else ""))
-            sys.stderr.flush()
-            self._last = line
+        if phase == "wait":
+            self.stream.write("another `vault-index index` is embedding into this index; waiting for it "
+                              "(what it embeds is not embedded twice)\n")
+            self.stream.flush()
+            return
+        if total <= 0:
+            return
+        import time
+
+        from tqdm import tqdm
+
+        now = time.monotonic()
+        if phase != self._phase:
+            self.close()
+            self._phase, self._started, self._last_line = phase, now, now
+            if self.tty:
+                self._bar = tqdm(total=total, desc=phase, unit=PHASE_UNITS.get(phase, ""), file=self.stream,
+                                 leave=True, dynamic_ncols=True, mininterval=0.2)
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+        elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
+            self._last_line = now
+            line = tqdm.format_meter(done, total, now - self._started, prefix=phase,
+                                     unit=PHASE_UNITS.get(phase, ""), bar_format=PLAIN_FORMAT)
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._phase = None, None
 
 
 def _say(args, message: str) -> None:
@@ -61,7 +104,16 @@ def _say(args, message: str) -> None:
 
 
 def cmd_index(app, args) -> int:
-    report = app.index(args.paths or None, Progress(not args.silent))
+    progress = Progress(not args.silent)
+    try:
+        report = app.index(args.paths or None, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        # Files are swapped in one transaction each and vectors committed in batches, so nothing
+        # done so far is lost; the next run skips it and embeds only what is missing.
+        print("\ninterrupted: what was indexed and embedded so far is kept; "
+              "run `vault-index index` again to finish", file=sys.stderr)
+        return 130
     data = asdict(report)
     if args.json:
         print(_json(data))
@@ -78,8 +130,28 @@ def cmd_index(app, args) -> int:
     return 0
 
 
+def _first_time(app, notice: str) -> bool:
+    """Whether this machine has not yet been told `notice` (a marker in the model cache).
+
+    Trigger: each terminal search is a new process, so "once per process" is every search.
+    Why: the reranker's absence does not change between searches; `status` keeps saying it.
+    Outcome: the line is printed on the first search after the situation arises, then not again.
+    """
+    import hashlib
+
+    marker = app.settings.model_cache / "said" / hashlib.sha256(notice.encode()).hexdigest()[:16]
+    if marker.exists():
+        return False
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # cannot remember: say it each time rather than never
+    return True
+
+
 def cmd_search(app, args) -> int:
-    from vault_index.services.search import Filters
+    from vault_index.services.search import RERANK_NOTICE_PREFIX, Filters
 
     filters = Filters(args.path, tuple(args.tag or ()), args.status, args.collection)
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
@@ -92,7 +164,8 @@ def cmd_search(app, args) -> int:
             print(_json(result_json(result, args.explain)), flush=True)
             continue
         for notice in result.notices:
-            _say(args, f"note: {notice}")
+            if not notice.startswith(RERANK_NOTICE_PREFIX) or _first_time(app, notice):
+                _say(args, f"note: {notice}")
         if not result.hits:
             _say(args, "no hits")
         for number, hit in enumerate(result.hits, start=1):
@@ -134,14 +207,14 @@ def cmd_remove(app, args) -> int:
 
 
 def cmd_status(app, args) -> int:
-    status = app.status()
+    status = app.status(probe_models=True)
     if args.json:
         print(_json(status))
         return 0
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
-    print(f"rerank    {'on' if status['rerank'] else 'off'} ({status['rerank_model']})")
+    print(f"rerank    {status['rerank_state']} ({status['rerank_model']})")
     for problem in status["problems"]:
         print(f"problem   {problem['path']}: {problem['message']}")
     for notice in status["notices"]:  # rebuilt after damage, read-only: said every time it holds
@@ -293,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         from vault_index.surfaces.server import serve_stdio
 
+        if sys.stdin.isatty():
+            # A person typed it; an MCP client never gives the server a terminal on stdin.
+            print(BARE_HINT, file=sys.stderr, flush=True)
         serve_stdio()
         return 0
     args = build_parser().parse_args(argv)
