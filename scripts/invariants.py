@@ -32,6 +32,7 @@ from _hooklib import ensure_package, read_payload
 
 ensure_package()
 
+import _invariant_stamp as stamp  # noqa: E402
 from _invariant_content import (  # noqa: E402
     check_context_budget,
     check_golden,
@@ -62,9 +63,28 @@ def _timed(check: Callable[[Context], Result], ctx: Context) -> Result:
     return result
 
 
-def run_checks(ctx: Context, checks: list[Callable[[Context], Result]] | None = None) -> list[Result]:
-    """Every check; the server launch (the slow one, ~1 s) runs beside the others."""
+def run_checks(ctx: Context, checks: list[Callable[[Context], Result]] | None = None,
+               *, use_stamp: bool = False) -> list[Result]:
+    """Every check; the server launch (the slow one, ~1 s) runs beside the others.
+
+    With `use_stamp` (the SessionStart hook), a check whose inputs did not change since it last
+    passed is answered from the stamp instead of run (_invariant_stamp.py)."""
     checks = list(checks or CHECKS)
+    if not use_stamp:
+        return _run(ctx, checks)
+    before = stamp.load(ctx)
+    prints = {c.__name__: stamp.fingerprint(c.__name__, ctx) for c in checks}
+    fresh = [c for c in checks if prints[c.__name__] is None or before.get(c.__name__) != prints[c.__name__]]
+    ran = {c.__name__: r for c, r in zip(fresh, _run(ctx, fresh), strict=True)}
+    results = [ran.get(c.__name__) or stamp.skipped(c.__name__, before.get("_at", 0)) for c in checks]
+    passed = {c.__name__: prints[c.__name__] for c, r in zip(checks, results, strict=True)
+              if prints[c.__name__] and r.status == "ok"}
+    if passed != {k: v for k, v in before.items() if k != "_at"} or fresh:
+        stamp.save(ctx, passed)
+    return results
+
+
+def _run(ctx: Context, checks: list[Callable[[Context], Result]]) -> list[Result]:
     slow = [c for c in checks if c is check_mcp_launch]
     box: dict[str, Result] = {}
     threads = [threading.Thread(target=lambda c=c: box.__setitem__(c.__name__, _timed(c, ctx))) for c in slow]
@@ -118,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--hook", action="store_true", help="SessionStart hook: JSON on stdin, silent when all pass")
     mode.add_argument("--json", action="store_true", help="machine-readable result")
     parser.add_argument("--project", help="project folder (default: CLAUDE_PROJECT_DIR, the hook's cwd, or .)")
+    parser.add_argument("--no-stamp", action="store_true",
+                        help="with --hook: run every check even when its inputs did not change since it passed")
     parser.add_argument("--plugin-root", help="check a plugin layout rooted here (default: CLAUDE_PLUGIN_ROOT)")
     args = parser.parse_args(argv)
     if args.hook:
@@ -147,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 def hook_answer(args, payload: dict) -> dict | None:
     """SessionStart: nothing when every check passes; else context for the model and a line for the person."""
     note = os.environ.get("VAULT_INDEX_SETUP_NOTE", "")
-    results = run_checks(make_context(args, payload))
+    results = run_checks(make_context(args, payload), use_stamp=not args.no_stamp)
     text = hook_text(results, note)
     if not text:
         return None

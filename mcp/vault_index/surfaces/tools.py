@@ -32,7 +32,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from vault_index import __version__
-from vault_index.config import project_dir
+from vault_index.config import content_root, project_dir
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons
 from vault_index.services import graph as graph_service
@@ -152,7 +152,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         from vault_index.surfaces.callers import stdio_caller_factory
 
         caller_factory = stdio_caller_factory()
-    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else project_dir())
+    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else content_root())
     indexer: list[App] = []  # opened on first use, sharing the loaded models
     text = instructions_text or instructions(app.status(), memory_file)
     server = MCPServer("vault-index", version=__version__, instructions=text)
@@ -187,7 +187,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
-        return [project_dir(), *(Path(source["path"]) for source in call(app.sources))]
+        homes = dict.fromkeys([project_dir(), content_root()])  # the content folder is outside a vault-index clone
+        return [*homes, *(Path(source["path"]) for source in call(app.sources))]
 
     def index(paths: list[str] | None):
         if not indexer:
