@@ -14,13 +14,14 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
-from vault_index.engine.parse import parse_note
+from vault_index.engine.parse import alias_title, parse_note
 from vault_index.engine.sources import (
     check_source_path,
     is_note_path,
@@ -201,7 +202,8 @@ def _sync_file(
         report.unchanged += 1
         return
     note = parse_note(key, text)
-    chunks = chunk_note(note, count, max_tokens)
+    # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
+    chunks = chunk_note(replace(note, title=alias_title(note)), count, max_tokens)
     store.replace_file(source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks)
     store.record_problem(key, note.frontmatter_error)
     if note.frontmatter_error:
