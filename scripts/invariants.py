@@ -114,14 +114,37 @@ def table(ctx: Context, results: list[Result], seconds: float, note: str) -> str
     return "\n".join(lines)
 
 
-def hook_text(results: list[Result], note: str) -> str:
+# Trigger: plugin users were told to run `python scripts/invariants.py`, `vault-index index PATH`
+# or scripts/learn.py; a plugin has no such paths in their project and no vault-index on PATH.
+# Why: advice that cannot be followed is noise at the top of every session.
+# Outcome: in plugin mode each such phrase is replaced by what a plugin user can do.
+PLUGIN_ADVICE = (
+    ("`python scripts/invariants.py`", "`python3 \"$CLAUDE_PLUGIN_ROOT/scripts/plugin_run.py\" invariants`"),
+    ("`vault-index index PATH`", "/vault-index:ingest PATH"),
+    ("`vault-index remove PATH`", "ask Claude to remove the source (remove_source)"),
+    ("scripts/learn.py / scripts/adr.py", "/vault-index:learn or /vault-index:adr"),
+    ("run `python3 setup.py` to add the hooks", "reinstall the plugin"),
+    ("run `python3 setup.py`", "reinstall the plugin"),
+)
+
+
+def advice(text: str, ctx: Context | None) -> str:
+    """`text` with clone-only commands replaced by their plugin equivalents in plugin mode."""
+    if ctx is None or ctx.mode != "plugin":
+        return text
+    for clone_only, plugin in PLUGIN_ADVICE:
+        text = text.replace(clone_only, plugin)
+    return text
+
+
+def hook_text(results: list[Result], note: str, ctx: Context | None = None) -> str:
     bad = [r for r in results if r.status != "ok"]
     lines = [note] if note else []
     if bad:
         lines.append(f"vault-index invariants: {len(bad)} of {len(results)} checks need attention "
                      "(tell the user; `python scripts/invariants.py` shows all):")
         lines += [f"- {r.status} {r.id}: {r.detail}" + (f". Fix: {r.fix}" if r.fix else "") for r in bad]
-    return "\n".join(lines)
+    return advice("\n".join(lines), ctx)
 
 
 def make_context(args, payload: dict) -> Context:
@@ -169,13 +192,14 @@ def main(argv: list[str] | None = None) -> int:
 def hook_answer(args, payload: dict) -> dict | None:
     """SessionStart: nothing when every check passes; else context for the model and a line for the person."""
     note = os.environ.get("VAULT_INDEX_SETUP_NOTE", "")
-    results = run_checks(make_context(args, payload), use_stamp=not args.no_stamp)
-    text = hook_text(results, note)
+    ctx = make_context(args, payload)
+    results = run_checks(ctx, use_stamp=not args.no_stamp)
+    text = hook_text(results, note, ctx)
     if not text:
         return None
     bad = [r.id for r in results if r.status != "ok"]
-    shown = f"vault-index: {', '.join(bad)} need{'s' if len(bad) == 1 else ''} attention " \
-            "(python scripts/invariants.py)" if bad else f"vault-index: {note}"
+    shown = advice(f"vault-index: {', '.join(bad)} need{'s' if len(bad) == 1 else ''} attention "
+                   "(`python scripts/invariants.py`)", ctx) if bad else f"vault-index: {note}"
     return {"systemMessage": shown, "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
