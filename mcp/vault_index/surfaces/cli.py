@@ -40,7 +40,7 @@ def result_json(result, explain: bool = False) -> dict:
 
 
 PLAIN_PROGRESS_SECONDS = 10.0  # off a terminal (CI logs, setup's output): one progress line this often
-PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
+PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt}{unit} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
 PHASE_UNITS = {"scan": " files", "embed": " chunks"}
 
 
@@ -59,6 +59,9 @@ class Progress:
         self._bar = None
         self._phase: str | None = None
         self._started = self._last_line = 0.0
+        import time
+
+        self._made, self._last_call = time.monotonic(), 0.0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if not self.enabled:
@@ -77,10 +80,15 @@ class Progress:
         now = time.monotonic()
         if phase != self._phase:
             self.close()
-            self._phase, self._started, self._last_line = phase, now, now
+            # The indexer reports a phase first after its first batch: the phase began at the
+            # previous report (or when this display was made), so the rate and the ETA count from there.
+            started = self._last_call or self._made
+            self._phase, self._started, self._last_line = phase, started, now
             if self.tty:
                 self._bar = tqdm(total=total, desc=phase, unit=PHASE_UNITS.get(phase, ""), file=self.stream,
-                                 leave=True, dynamic_ncols=True, mininterval=0.2)
+                                 leave=True, dynamic_ncols=True, mininterval=0, delay=0)
+                self._bar.start_t = self._bar.last_print_t = time.time() - (now - started)
+        self._last_call = now
         if self._bar is not None:
             self._bar.update(done - self._bar.n)
         elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
@@ -214,7 +222,8 @@ def cmd_status(app, args) -> int:
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
-    print(f"rerank    {status['rerank_state']} ({status['rerank_model']})")
+    state = status["rerank_state"]
+    print(f"rerank    {state}" + (f" ({status['rerank_model']})" if state == "on" else ""))
     for problem in status["problems"]:
         print(f"problem   {problem['path']}: {problem['message']}")
     for notice in status["notices"]:  # rebuilt after damage, read-only: said every time it holds
