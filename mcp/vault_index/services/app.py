@@ -170,16 +170,23 @@ class App:
 
 
     def _rerank_state(self, probe: bool) -> str:
-        """"on", "off (why)", "on, not loadable here (why)", or "on (not checked)" without a probe."""
-        if not self.settings.rerank:
+        """"on", "off (why)", "on, not loadable here (why)", or "on (not checked)" without a probe.
+
+        Read from the models this process searches with (not only the settings), so what status
+        says is what a search does.
+        """
+        if not self.models.rerank_enabled:
             return "off (VAULT_RERANK=0)"
-        if self.settings.rerank_model.strip().lower() in ("", "none", "off", "0"):
-            return "off (VAULT_RERANK_MODEL=none)"
         if not probe:
+            if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
+                return "off (VAULT_RERANK_MODEL=none)"
             return "on (not checked)"
         if self.models.reranker() is not None:
             return "on"
-        return f"on, not loadable here ({self.models.rerank_error}); searches use fusion order"
+        error = self.models.rerank_error or "no rerank model"
+        if "turned off" in error:
+            return f"off ({error})"
+        return f"on, not loadable here ({error}); searches use fusion order"
 
 
 def _read_served(real: Path, roots: list[str], asked: str) -> bytes:

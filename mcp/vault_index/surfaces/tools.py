@@ -78,7 +78,10 @@ CallerFactory = Callable[[Any, Any], Any]  # (Vault, Context | None) -> Caller
 
 # --- shared input shapes -------------------------------------------------------------------------
 
-Query = Annotated[str, Field(min_length=1, max_length=2000)]
+# Trigger: `min_length=1` made an empty query a raw pydantic error ("String should have at least
+# 1 character [type=string_too_short ...]"). Why: the services already answer it in words that say
+# what to do. Outcome: the schema still tells clients minLength 1; the service gives the message.
+Query = Annotated[str, Field(max_length=2000, json_schema_extra={"minLength": 1})]
 NotePath = Annotated[str, Field(min_length=1, max_length=1024, description="vault-relative path of a .md note")]
 RequestId = Annotated[str | None, Field(max_length=100, description="retry with the same id: no second write")]
 Name = Annotated[str, Field(min_length=1, max_length=graph_service.MAX_NAME_CHARS)]
@@ -303,7 +306,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
         found = call(graph_service.search, memory_file, query, graph_service.MAX_SEARCH_LIMIT, guard=graph_lock)
-        return GraphOut(entities=visible_entities(found, scope)[:limit])
+        shown = visible_entities(found, scope)[:limit]
+        for entity in shown:  # as recall gives it: a path to cite, never null
+            entity["display"] = recall_service.display_path(entity["source"])
+        return GraphOut(entities=shown)
 
     @server.tool(annotations=READ_ONLY, structured_output=True)
     def graph_open(
