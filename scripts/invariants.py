@@ -134,7 +134,7 @@ def advice(text: str, ctx: Context | None) -> str:
         return text
     for clone_only, plugin in PLUGIN_ADVICE:
         text = text.replace(clone_only, plugin)
-    return text
+    return text.replace("$CLAUDE_PLUGIN_ROOT", str(ctx.plugin_root))  # a person's shell does not set it
 
 
 def hook_text(results: list[Result], note: str, ctx: Context | None = None) -> str:
