@@ -144,3 +144,21 @@ def test_the_cli_rejects_an_empty_query_in_words(tmp_path):
 def test_usage_error_for_empty_queries_in_the_pipeline(open_app):
     with pytest.raises(UsageError, match="the query is empty"):
         open_app(None).search("  ")
+
+
+def test_recall_and_search_at_the_terminal_are_silent_with_s(tmp_path, vault):
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    env = cli_env(tmp_path / "r.db", VAULT_MEMORY_FILE=str(tmp_path / "memory.jsonl"))
+    cli = [sys.executable, "-m", "vault_index"]
+    subprocess.run(cli + ["index", str(vault), "-s"], env=env, capture_output=True, timeout=60, check=True)
+    for command in ("recall", "search"):
+        loud = subprocess.run(cli + [command, "brake pads"], env=env, capture_output=True, text=True, timeout=60)
+        quiet = subprocess.run(cli + [command, "brake pads", "-s"], env=env, capture_output=True, text=True,
+                               timeout=60)
+        assert "note: vector search off" in loud.stderr, command  # no model in this environment
+        assert quiet.returncode == 0 and "note:" not in quiet.stderr, command
+        assert quiet.stdout == loud.stdout

@@ -138,28 +138,9 @@ def cmd_index(app, args) -> int:
     return 0
 
 
-def _first_time(app, notice: str) -> bool:
-    """Whether this machine has not yet been told `notice` (a marker in the model cache).
-
-    Trigger: each terminal search is a new process, so "once per process" is every search.
-    Why: the reranker's absence does not change between searches; `status` keeps saying it.
-    Outcome: the line is printed on the first search after the situation arises, then not again.
-    """
-    import hashlib
-
-    marker = app.settings.model_cache / "said" / hashlib.sha256(notice.encode()).hexdigest()[:16]
-    if marker.exists():
-        return False
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass  # cannot remember: say it each time rather than never
-    return True
-
-
 def cmd_search(app, args) -> int:
-    from vault_index.services.search import RERANK_NOTICE_PREFIX, Filters
+    from vault_index.services.search import Filters
+    from vault_index.surfaces.notices import print_notices
 
     filters = Filters(args.path, tuple(args.tag or ()), args.status, args.collection)
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
@@ -171,9 +152,7 @@ def cmd_search(app, args) -> int:
         if args.json or batch:
             print(_json(result_json(result, args.explain)), flush=True)
             continue
-        for notice in result.notices:
-            if not notice.startswith(RERANK_NOTICE_PREFIX) or _first_time(app, notice):
-                _say(args, f"note: {notice}")
+        print_notices(result.notices, app.settings.model_cache, args.silent)
         if not result.hits:
             _say(args, "no hits")
         for number, hit in enumerate(result.hits, start=1):
