@@ -144,3 +144,21 @@ def test_promote_dated_is_pure_and_bounded_per_note():
     scores = [score for _, score in new]
     assert scores == sorted(scores, reverse=True)
     assert dates.promote_dated(order, dated, frozenset()) == (order, set())
+
+
+def test_odd_obsidian_settings_name_nothing_and_never_block(obsidian, tmp_path):
+    import os
+
+    settings = obsidian / ".obsidian" / "templates.json"
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"folder": "Notes"}')
+    settings.unlink()
+    settings.symlink_to(outside)  # a link is not followed
+    walked = {p.relative_to(obsidian.resolve()).as_posix() for p in walk_notes(obsidian.resolve())}
+    assert any(path.startswith("Notes/") for path in walked)
+    settings.unlink()
+    os.mkfifo(settings)  # a FIFO is not waited on
+    assert any(p.name == "Home server.md" for p in walk_notes(obsidian.resolve()))
+    settings.unlink()
+    settings.write_text("{not json")
+    assert any(p.name == "Home server.md" for p in walk_notes(obsidian.resolve()))

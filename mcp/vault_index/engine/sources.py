@@ -162,11 +162,16 @@ def _json_setting(path: Path, key: str) -> str | None:
     import json
     import stat as stat_module
 
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # no link, no FIFO wait
     try:
-        info = os.stat(path, follow_symlinks=False)
-        if not stat_module.S_ISREG(info.st_mode) or info.st_size > MAX_SETTINGS_BYTES:
-            return None
-        value = json.loads(path.read_text(encoding="utf-8")).get(key)
+        fd = os.open(path, flags)
+        try:
+            info = os.fstat(fd)
+            if not stat_module.S_ISREG(info.st_mode) or info.st_size > MAX_SETTINGS_BYTES:
+                return None
+            value = json.loads(os.read(fd, MAX_SETTINGS_BYTES).decode("utf-8")).get(key)
+        finally:
+            os.close(fd)
     except (OSError, ValueError, AttributeError):
         return None
     return value.strip() if isinstance(value, str) and value.strip() else None
