@@ -63,6 +63,8 @@ def test_first_session_in_a_cold_data_folder_connects_and_advises_only_what_work
     # CLAUDE.md is not loaded for a plugin: the "search before answering" guidance reaches the
     # model through the server's instructions (the shim's, while the environment was building)
     [main] = fake_api.fake.of_kind("main")
-    assert "before answering" in json.dumps(main["body"].get("system", "")), "no search-first guidance"
+    (tmp_path / "main-request.json").write_text(json.dumps(main["body"], indent=1))
+    assert "search it with recall or search_notes before answering" in json.dumps(main["body"]), \
+        f"no search-first guidance in the request (see {tmp_path / 'main-request.json'})"
     tools = {t.get("name", "") for t in main["body"].get("tools", [])}
     assert "mcp__plugin_vault-index_vault-index__recall" in tools, sorted(tools)
