@@ -28,6 +28,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -68,7 +69,7 @@ def demo_in_index(db: Path) -> bool:
     if not db.is_file():
         return False
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2) as conn:
+        with sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True, timeout=2) as conn:
             paths = [row[0] for row in conn.execute("SELECT path FROM sources")]
     except sqlite3.Error:
         return False
