@@ -32,7 +32,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from vault_index import __version__
-from vault_index.config import content_root, project_dir
+from vault_index.config import content_dir, content_root, project_dir
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons
 from vault_index.services import graph as graph_service
@@ -128,6 +128,8 @@ class _Vaults:
         self._vault = None
 
     def get(self):
+        if not self.root.exists():
+            content_root()  # the personal folder is made on first use, not at every server start
         config = self.root / ".vault-index" / "config.yaml"
         try:
             info = config.stat()
@@ -155,7 +157,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         from vault_index.surfaces.callers import stdio_caller_factory
 
         caller_factory = stdio_caller_factory()
-    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else content_root())
+    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else content_dir())
     indexer: list[App] = []  # opened on first use, sharing the loaded models
     text = instructions_text or instructions(app.status(), memory_file)
     server = MCPServer("vault-index", version=__version__, instructions=text)
@@ -190,7 +192,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
-        homes = dict.fromkeys([project_dir(), content_root()])  # the content folder is outside a vault-index clone
+        homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
         return [*homes, *(Path(source["path"]) for source in call(app.sources))]
 
     def index(paths: list[str] | None):
