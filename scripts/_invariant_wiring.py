@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import shlex
 import shutil
-import subprocess
-import threading
-import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -31,7 +27,6 @@ EXPECTED_HOOKS = {
     "PreCompact": ("precompact_snapshot", ()),
 }
 LAUNCH_TIMEOUT_S = 10.0  # the server answers in about 1.2 s here; a cold disk can take a few more
-PROTOCOL_VERSION = "2025-06-18"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -150,14 +145,34 @@ def check_mcp_config(ctx: Context) -> Result:
     return Result("mcp-config", "ok", f"{where}: {SERVER_NAME} runs {shlex.join(command[:3])}")
 
 
-def _rpc_lines(proc: subprocess.Popen, out: queue.Queue) -> None:
-    for line in proc.stdout:
-        out.put(line)
-    out.put(None)
+def _listed_tools(command: list[str], env: dict, cwd: Path, timeout: float, errlog) -> list[str]:
+    """Tool names the server lists, asked through the MCP SDK's own stdio client.
+
+    Trigger: a hand-written JSON-RPC exchange (initialize, initialized, tools/list) lived here.
+    Why: the SDK client, already a dependency, negotiates the protocol version and framing the
+    way Claude Code does, so a server that only a hand-written client can talk to fails here too.
+    Outcome: imported only when this check runs (importing `mcp` costs 0.3 s idle, several
+    seconds on a loaded machine), bounded by `timeout`, the server's stderr kept for the report.
+    """
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cwd))
+
+    async def ask() -> list[str]:
+        with anyio.fail_after(timeout):
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                return [tool.name for tool in (await session.list_tools()).tools]
+
+    return anyio.run(ask)
 
 
 def check_mcp_launch(ctx: Context, timeout: float = LAUNCH_TIMEOUT_S) -> Result:
-    """Start the server exactly as declared and ask it for its tools over stdio (raw JSON-RPC)."""
+    """Start the server exactly as declared and ask it for its tools over stdio (MCP SDK client)."""
+    import tempfile
+
     entry, _ = ctx.server
     if entry is None:
         return Result("mcp-launch", "fail", "not started: no server is declared", "fix mcp-config first")
@@ -165,45 +180,22 @@ def check_mcp_launch(ctx: Context, timeout: float = LAUNCH_TIMEOUT_S) -> Result:
         command, env = ctx.launch
     except KeyError as exc:
         return Result("mcp-launch", "fail", f"not started: {exc.args[0]}", "fix mcp-config first")
-    messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "vault-index-invariants", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
-    try:
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, cwd=str(ctx.project), text=True, encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return Result("mcp-launch", "fail", f"cannot start {command[0]}: {exc}", "fix mcp-config first")
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_rpc_lines, args=(proc, lines), daemon=True).start()
-    deadline = time.monotonic() + timeout
+    if not command or not (shutil.which(command[0]) or Path(command[0]).is_file()):
+        return Result("mcp-launch", "fail", f"cannot start {command[0] if command else '(empty command)'}: "
+                      "not found", "fix mcp-config first")
     tools: list[str] | None = None
-    try:
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-        proc.stdin.flush()
-        while tools is None:
-            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            if line is None:
-                break
-            try:
-                reply = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(reply, dict) and reply.get("id") == 2:
-                tools = [t.get("name") for t in (reply.get("result") or {}).get("tools", [])]
-    except queue.Empty:
-        pass
-    except OSError:  # the server closed stdin: it died
-        pass
-    finally:
-        proc.kill()
-        stderr = proc.communicate()[1] or ""
+    why = "it exited"
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            tools = _listed_tools(command, env, ctx.project, timeout, errlog)
+        except TimeoutError:
+            why = f"no tools/list answer within {timeout:.0f} s"
+        except Exception as exc:  # noqa: BLE001 - any failure to talk MCP is this check's finding
+            why = f"it exited or broke the protocol ({type(exc).__name__})"
+        errlog.seek(0)
+        stderr = errlog.read()
     if tools is None:
         tail = " ".join(stderr.strip().splitlines()[-2:])[-240:]
-        why = f"no tools/list answer within {timeout:.0f} s" if proc.returncode in (None, -9) else "it exited"
         return Result("mcp-launch", "fail", f"{shlex.join(command[:3])}: {why}" + (f" ({tail})" if tail else ""),
                       "run the command by hand to see its error")
     missing = [t for t in EXPECTED_TOOLS if t not in tools]

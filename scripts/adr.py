@@ -20,14 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
 from _cli import open_writer, report, run_script, say_notices  # noqa: E402 - first: makes vault_index importable
-from vault_index.config import Settings, project_dir  # noqa: E402
+from vault_index.config import Settings, content_root  # noqa: E402
 from vault_index.errors import UsageError  # noqa: E402
 from vault_index.services import adr  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="adr.py", description="Decision records in docs/adr/.")
-    parser.add_argument("--folder", help="the records folder (default <project>/docs/adr)")
+    parser.add_argument("--folder", help="the records folder (default <content>/docs/adr: the project, "
+                        "or ~/.mcp-memory/personal in a vault-index clone)")
     commands = parser.add_subparsers(dest="command", required=True)
     new = commands.add_parser("new", help="write the next record; prints its path")
     new.add_argument("title")
@@ -51,7 +52,7 @@ def _text(value: str, stdin: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    folder = Path(args.folder) if args.folder else project_dir() / "docs" / "adr"
+    folder = Path(args.folder) if args.folder else content_root() / "docs" / "adr"
     if args.command == "check":
         return report(adr.check_adrs(folder), f"{folder}: decision records well formed")
     stdin: list[str] = []

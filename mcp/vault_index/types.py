@@ -24,8 +24,9 @@ class Note:
     frontmatter: dict
     frontmatter_error: str | None
     tags: tuple[str, ...]
-    links: tuple[str, ...]
+    links: tuple[str, ...]  # wikilink targets, embeds included, without #heading or |alias
     sections: tuple[Section, ...]
+    aliases: tuple[str, ...] = ()  # frontmatter `aliases`: other names the note is found by
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,10 @@ def test_all_checks_pass_on_a_wired_project_and_fast(project):
         "graph", "graph-sources", "golden", "lessons-adrs", "context-budget"]
     assert {c["id"]: c["status"] for c in report["checks"]} == {c["id"]: "ok" for c in report["checks"]}
     assert report["ok"] is True and report["mode"] == "project"
-    assert report["seconds"] < 5  # about 1.4 s here, nearly all of it the server's start
+    # A bound against hangs, not a speed test: 1.4 s was measured on an idle machine with the
+    # hand-written client; with the MCP SDK client (its import runs beside the server's start),
+    # 6.5 s with the machine's load average at 18.
+    assert report["seconds"] < 20
 
 
 def test_table_for_a_person(project):
@@ -218,9 +221,11 @@ def test_mcp_launch_fails_when_a_tool_is_missing(project):
         "import json, sys\n"
         "for line in sys.stdin:\n"
         "    m = json.loads(line)\n"
-        "    if m.get('id') == 1: print(json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': {}}), flush=True)\n"
-        "    if m.get('id') == 2: print(json.dumps({'jsonrpc': '2.0', 'id': 2,"
-        " 'result': {'tools': [{'name': 'search_notes'}]}}), flush=True)\n")
+        "    if m.get('method') == 'initialize': print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': {"
+        "'protocolVersion': m['params']['protocolVersion'], 'capabilities': {'tools': {}},"
+        " 'serverInfo': {'name': 'fake', 'version': '1'}}}), flush=True)\n"
+        "    elif m.get('method') == 'tools/list': print(json.dumps({'jsonrpc': '2.0', 'id': m['id'],"
+        " 'result': {'tools': [{'name': 'search_notes', 'inputSchema': {'type': 'object'}}]}}), flush=True)\n")
     config = project.mcp()
     config["mcpServers"]["vault-index"]["args"] = [str(fake)]
     project.write_json(".mcp.json", config)

@@ -24,7 +24,7 @@ import plugin_run  # noqa: E402
 
 PLUGIN_RUN = REPO / "scripts" / "plugin_run.py"
 ECHO = """import json, os, sys
-names = ("VAULT_INDEX_DB", "VAULT_MEMORY_FILE", "CLAUDE_PLUGIN_ROOT")
+names = ("VAULT_INDEX_DB", "VAULT_INDEX_HOME", "VAULT_PROJECT", "VAULT_MEMORY_FILE", "CLAUDE_PLUGIN_ROOT")
 print(json.dumps({"argv": sys.argv[1:], "stdin": sys.stdin.read(), "env": {k: os.environ.get(k) for k in names}}))
 """
 
@@ -41,7 +41,8 @@ def root(tmp_path) -> Path:
 
 def launch(root: Path, data: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items()
-            if k not in {"VAULT_INDEX_DB", "VAULT_MEMORY_FILE", "VAULT_INDEX_PYTHON", "CLAUDE_PLUGIN_ROOT"}}
+            if k not in {"VAULT_INDEX_DB", "VAULT_INDEX_HOME", "VAULT_PROJECT", "VAULT_MEMORY_FILE",
+                         "VAULT_INDEX_PYTHON", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PROJECT_DIR"}}
     full.update(CLAUDE_PLUGIN_ROOT=str(root), CLAUDE_PLUGIN_DATA=str(data), **env)
     return subprocess.run([sys.executable, str(PLUGIN_RUN), *args], input=stdin, capture_output=True,
                           text=True, env=full, timeout=60)
@@ -49,11 +50,14 @@ def launch(root: Path, data: Path, *args: str, stdin: str = "", **env: str) -> s
 
 def test_override_python_runs_the_script_with_args_stdin_and_data_defaults(root, tmp_path):
     data = tmp_path / "data"
-    run = launch(root, data, "echo_env", "--flag", "x y", stdin="payload", VAULT_INDEX_PYTHON=sys.executable)
+    project = tmp_path / "project"
+    run = launch(root, data, "echo_env", "--flag", "x y", stdin="payload", VAULT_INDEX_PYTHON=sys.executable,
+                 CLAUDE_PROJECT_DIR=str(project))
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
     assert seen["argv"] == ["--flag", "x y"] and seen["stdin"] == "payload"
-    assert seen["env"] == {"VAULT_INDEX_DB": str(data / "vault-index.db"),
+    # the index is the project's own, inside the data folder (vault_index.config.default_db_path)
+    assert seen["env"] == {"VAULT_INDEX_DB": None, "VAULT_INDEX_HOME": str(data), "VAULT_PROJECT": str(project),
                            "VAULT_MEMORY_FILE": str(data / "memory.jsonl"), "CLAUDE_PLUGIN_ROOT": str(root)}
     assert not (data / "venv").exists()  # the override installs nothing
 

@@ -239,7 +239,10 @@ def test_plugin_hooks_run_and_index_into_the_plugin_data_folder(sandbox, fake):
     del sandbox.env["VAULT_INDEX_DB"], sandbox.env["VAULT_MEMORY_FILE"]  # plugin_run picks its data folder
     sandbox.env["VAULT_INDEX_PYTHON"] = str(VENV_PYTHON)
     data = sandbox.config / "plugins" / "data" / "vault-index-inline"  # CLAUDE_PLUGIN_DATA for --plugin-dir
-    db = data / "vault-index.db"
+    from vault_index.config import PROJECTS_FOLDER, project_slug
+
+    db = data / PROJECTS_FOLDER / project_slug(sandbox.project) / "vault-index.db"  # the project's own index
+    db.parent.mkdir(parents=True, exist_ok=True)
     sandbox.index(db)
     note = sandbox.project / "notes" / "new.md"
     fake.script([write_call(note, NEW_NOTE)], [text_block(FINAL_TEXT)])

@@ -24,6 +24,9 @@ def hook_env(**extra: str) -> dict[str, str]:
     # the real ~/.mcp-memory index from a test.
     env.update(HF_HUB_OFFLINE="1", VAULT_RERANK="0", VAULT_EMBED_MODEL="none",
                VAULT_INDEX_DB=str(Path(os.devnull).parent / "nonexistent-vault-index-test" / "index.db"))
+    # the invariants' stamp and the personal folder stay in the suite's throwaway home (conftest)
+    if os.environ.get("VAULT_INDEX_HOME"):
+        env["VAULT_INDEX_HOME"] = os.environ["VAULT_INDEX_HOME"]
     env.update(extra)
     return env
 

@@ -38,7 +38,8 @@ def test_index_then_search_json_has_the_documented_shape(env, vault):
     assert report["indexed"] == 4 and report["vector_used"] is False
     result = json.loads(run(env, "search", "brake pads groove", "--json").stdout)
     assert {"query", "mode", "vector_used", "reranked", "hits"} <= result.keys()
-    assert result["query"] == "brake pads groove" and result["mode"] == "hybrid+rerank"
+    # the mode that ran: no embedder and no reranker here, so keyword only (never "hybrid+rerank")
+    assert result["query"] == "brake pads groove" and result["mode"] == "keyword"
     assert result["vector_used"] is False and result["reranked"] is False
     assert result["hits"]
     for hit in result["hits"]:

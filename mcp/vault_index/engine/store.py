@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vault_index.engine import link_index, recovery
+from vault_index.engine.parse import alias_title
 from vault_index.errors import (
     IndexBusyError,
     IndexReadOnlyError,
@@ -360,7 +361,7 @@ class Store:
                 ).lastrowid
                 db.execute(
                     "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?,?,?,?)",
-                    (cid, note.title, chunk.heading, chunk.text),
+                    (cid, alias_title(note), chunk.heading, chunk.text),
                 )
             self.bump_generation(db)
 
@@ -415,8 +416,9 @@ class Store:
             args.append(path)
         return list(
             self.db.execute(
-                "SELECT c.hash, MIN(f.title), MIN(c.heading), MIN(c.text) FROM chunks c "
-                "JOIN files f ON f.id = c.file_id LEFT JOIN embeddings e "
+                # The title as indexed (with aliases, chunks_fts), as chunk_note hashed it.
+                "SELECT c.hash, MIN(t.title), MIN(c.heading), MIN(c.text) FROM chunks c "
+                "JOIN files f ON f.id = c.file_id JOIN chunks_fts t ON t.rowid = c.id LEFT JOIN embeddings e "
                 f"ON e.hash = c.hash AND e.model = ? WHERE {where} GROUP BY c.hash",
                 args,
             )
@@ -521,11 +523,23 @@ class Store:
             return {}
         marks = ",".join("?" * len(ids))
         rows = self.db.execute(
-            "SELECT c.id, f.path, f.title, c.heading, c.line_start, c.line_end, c.text, f.status "
-            f"FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+            # The title as indexed (with aliases, chunks_fts): what coverage and rerank read.
+            "SELECT c.id, f.path, t.title, c.heading, c.line_start, c.line_end, c.text, f.status "
+            "FROM chunks c JOIN files f ON f.id = c.file_id JOIN chunks_fts t ON t.rowid = c.id "
+            f"WHERE c.id IN ({marks})",
             ids,
         )
         return {r[0]: ChunkRow(*r) for r in rows}
+
+    def chunks_of_day(self, day: str, limit: int) -> list[tuple[int, str, str]]:
+        """(chunk id, path, frontmatter date) of notes that may be about `day` (YYYY-MM-DD): the
+        file name begins with it or the frontmatter `date` does; the caller checks exactly."""
+        return list(self.db.execute(
+            "SELECT c.id, f.path, CAST(json_extract(f.frontmatter, '$.date') AS TEXT) FROM chunks c "
+            "JOIN files f ON f.id = c.file_id WHERE f.path LIKE ? ESCAPE '\\' "
+            "OR CAST(json_extract(f.frontmatter, '$.date') AS TEXT) LIKE ? ORDER BY f.path, c.ordinal LIMIT ?",
+            (f"%/{day}%", f"{day}%", limit),
+        ))
 
     def chunk_ids_matching(
         self, path_prefix: str | None, tags: Iterable[str], status: str | None, collection: str | None = None

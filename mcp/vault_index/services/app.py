@@ -25,6 +25,8 @@ from vault_index.types import SearchResult, SyncReport
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
 MAX_NOTE_CHARS = 100_000
+EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-index index FOLDER` "
+                      "(agents: the index_paths tool), then search again")
 
 
 @dataclass
@@ -55,11 +57,14 @@ class App:
         (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything."""
         if by_agent and paths:
             paths = agent_sources(paths, project_dir(), [p for _, p in self.store.sources()])
-        report = indexer.sync(self.store, self.models, paths, progress)
+        # Trigger: the model is recorded before the sync, not after it.
+        # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
+        # them under the model of the last *finished* run (none) and said 0.
+        # Outcome: `status` counts the vectors of the model this run embeds with, finished or not.
         embedder = self.models.embedder()
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
-        return report
+        return indexer.sync(self.store, self.models, paths, progress)
 
     def reindex_file(self, path: str) -> SyncReport | None:
         return indexer.reindex_file(self.store, self.models, path)
@@ -85,6 +90,8 @@ class App:
                filters: Filters | None = None, explain: bool = False) -> SearchResult:
         result = self.searcher.search(query, mode, limit, filters, explain)
         notices = self.index_notices()
+        if not result.hits and not self.store.chunk_count():
+            notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result
 
     def index_notices(self) -> list[str]:
@@ -135,8 +142,12 @@ class App:
             "truncated": line_end < total or cut, "content": content,
         }
 
-    def status(self) -> dict:
-        """Index state without loading any model (the server builds its instructions from it)."""
+    def status(self, probe_models: bool = False) -> dict:
+        """Index state without loading any model (the server builds its instructions from it).
+
+        `probe_models` (the terminal's `status`, where a person waits anyway): try loading the
+        reranker, so "rerank on" is said only when it can run here.
+        """
         from vault_index.engine.vectors import sqlite_vec_connection
 
         model = self.store.get_meta("embed_model")
@@ -151,10 +162,31 @@ class App:
             "embed_setting": self.settings.embed_model, "vectors": vectors,
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
+            "rerank_state": self._rerank_state(probe_models),
             "problems": [{"path": p, "message": m} for p, m in self.store.problems()],
             "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
             "read_only": self.store.read_only, "notices": self.index_notices(),
         }
+
+
+    def _rerank_state(self, probe: bool) -> str:
+        """"on", "off (why)", "on, not loadable here (why)", or "on (not checked)" without a probe.
+
+        Read from the models this process searches with (not only the settings), so what status
+        says is what a search does.
+        """
+        if not self.models.rerank_enabled:
+            return "off (VAULT_RERANK=0)"
+        if not probe:
+            if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
+                return "off (VAULT_RERANK_MODEL=none)"
+            return "on (not checked)"
+        if self.models.reranker() is not None:
+            return "on"
+        error = self.models.rerank_error or "no rerank model"
+        if "turned off" in error:
+            return f"off ({error})"
+        return f"on, not loadable here ({error}); searches use fusion order"
 
 
 def _read_served(real: Path, roots: list[str], asked: str) -> bytes:

@@ -6,6 +6,7 @@ Stages, in order:
 3. fusion: cosine, plus an IDF-weighted term-coverage bonus, plus the query's similarity to the
    chunk's whole note, plus the chunk's bm25 relative to the query's best (fusion.coverage_fusion);
 4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
+4b. daily notes: a question naming an exact date puts that day's note first (services/dates.py);
 5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
 A stage that cannot run (no embedding model, no reranker) is skipped and the result says so.
 """
@@ -21,7 +22,7 @@ from vault_index.engine.models import Models
 from vault_index.engine.store import Store
 from vault_index.engine.vectors import open_vector_index
 from vault_index.errors import UsageError
-from vault_index.services import fusion
+from vault_index.services import dates, fusion
 from vault_index.services.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
 from vault_index.types import Candidate, Hit, SearchResult
 
@@ -33,6 +34,7 @@ SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for
 # cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
 DF_COUNT_CAP = 1000
 FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
+RERANK_NOTICE_PREFIX = "rerank off"  # surfaces that say a notice once per machine recognise it by this
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class _Trace:
     coverage: dict[int, float] = field(default_factory=dict)
     note: dict[int, float] = field(default_factory=dict)
     strength: dict[int, float] = field(default_factory=dict)
+    dated: set[int] = field(default_factory=set)  # promoted by the daily-note rule
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class Searcher:
     def __init__(self, store: Store, models: Models, vector_backend: str = "auto"):
         self.store, self.models, self.vector_backend = store, models, vector_backend
         self._vector_index = None
+        self._rerank_said = False  # the reranker's absence is said once per process, not per search
 
     def vector_index(self):
         embedder = self.models.embedder()
@@ -148,6 +152,8 @@ class Searcher:
                         trace.reranked = dict(order[: fusion.RERANK_TOP])
 
         rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
+        if mode != "grep":
+            order = self._daily_notes_first(query, order, rows, trace, allowed)
         if filters.path_allowed is not None:
             # Trigger: SQLite LIKE ignores ASCII letter case, so a prefix alone could let
             # `Private/` through for a grant on `private`. Why: the exact path rule lives in
@@ -156,7 +162,7 @@ class Searcher:
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
         shown = trace if explain else None
         hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)
-        return SearchResult(query, mode, vector_used, reranked, hits, tuple(notices))
+        return SearchResult(query, mode_run(mode, vector_used, reranked), vector_used, reranked, hits, tuple(notices))
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -216,12 +222,48 @@ class Searcher:
     def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):
         reranker = self.models.reranker()
         if reranker is None:
-            notices.append(f"rerank off: {self.models.rerank_error}; fusion order")
+            # Trigger: a reranker that cannot load (no hub) or is turned off.
+            # Why: the same line on every search is noise, and VAULT_RERANK=0 is a choice, not news.
+            # Outcome: said once per process when it could not load; never when turned off; the
+            # result's mode says "hybrid" and `reranked` false every time.
+            if not self._rerank_said and not _turned_off(self.models.rerank_error):
+                notices.append(f"{RERANK_NOTICE_PREFIX}: {self.models.rerank_error}; fusion order")
+            self._rerank_said = True
             return fused, False
         head = [cid for cid, _ in fused[: fusion.RERANK_TOP]]
         documents = [embed_text_for(rows[c].title, rows[c].heading, rows[c].text) for c in head]
         scores = reranker.score(query, documents) if documents else []
         return fusion.rerank_order(fused, scores), True
+
+    def _daily_notes_first(self, query: str, order: list[tuple[int, float]], rows: dict, trace: _Trace,
+                           allowed: set[int] | None):
+        """Stage 4b (services/dates.py): a question naming an exact date puts that day's note first.
+
+        The day's note joins the candidates even when no stage found it: a daily note's text
+        rarely holds its own date (the date is its file name), so keyword search misses it.
+        """
+        wanted = dates.query_dates(query)
+        if not wanted:
+            return order
+        known = {cid for cid, _ in order}
+        extra: set[int] = set()
+        for day in sorted(wanted)[: dates.MAX_QUERY_DATES]:
+            for cid, path, fm_date in self.store.chunks_of_day(day.isoformat(), dates.MAX_DAY_CHUNKS):
+                if cid not in known and (allowed is None or cid in allowed) and dates.note_date(path, fm_date) == day:
+                    order.append((cid, 0.0))
+                    known.add(cid)
+                    extra.add(cid)
+        rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
+        by_path: dict[str, object] = {}
+        for cid, _ in order:
+            path = rows[cid].path if cid in rows else None
+            if path is not None and path not in by_path:
+                frontmatter = (self.store.file_record(path) or {}).get("frontmatter") or {}
+                by_path[path] = dates.note_date(path, frontmatter.get("date"))
+        dated = {cid: (rows[cid].path, by_path[rows[cid].path]) for cid, _ in order if cid in rows}
+        order, trace.dated = dates.promote_dated(order, dated, wanted)
+        # A chunk no stage found stays out unless the rule put it at the head.
+        return [(cid, score) for cid, score in order if cid not in extra or cid in trace.dated]
 
     def _grep(self, terms: list[str], allowed: set[int] | None) -> list[tuple[int, float]]:
         """Baseline for the eval: chunks ranked by how many distinct query words they contain."""
@@ -255,11 +297,26 @@ class Searcher:
                     "version": fusion.FUSION_VERSION,
                 } if row.id in trace.fused else None,
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
+                "date": {"rule": dates.DATE_RULE_VERSION} if row.id in trace.dated else None,
             }
         return Hit(
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def _turned_off(error: str | None) -> bool:
+    """Whether the model is off by the person's choice (engine/models.py words it "turned off")."""
+    return bool(error) and "turned off" in error
+
+
+def mode_run(asked: str, vector_used: bool, reranked: bool) -> str:
+    """The mode that actually ran: a stage that could not run is not claimed (--json, MCP)."""
+    if asked in ("hybrid", "hybrid+rerank") and not vector_used:
+        return "keyword"
+    if asked == "hybrid+rerank" and not reranked:
+        return "hybrid"
+    return asked
 
 
 def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:

@@ -22,6 +22,9 @@ from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
 from vault_index.surfaces.cli_links import add_parsers as add_link_parsers
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
+BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client starts it this way); "
+             "Ctrl-C stops. For the terminal commands: vault-index --help")
+
 
 def _json(data) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
@@ -39,35 +42,71 @@ def result_json(result, explain: bool = False) -> dict:
             "reranked": result.reranked, "notices": list(result.notices), "hits": hits}
 
 
+PLAIN_PROGRESS_SECONDS = 10.0  # off a terminal (CI logs, setup's output): one progress line this often
+PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt}{unit} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
+PHASE_UNITS = {"scan": " files", "embed": " chunks"}
+
+
 class Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal and not silenced."""
+    """Index progress on stderr, never stdout: a tqdm bar with an ETA on a terminal, else a plain
+    line every PLAIN_PROGRESS_SECONDS and one at each phase's end (logs must not sit silent).
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self._last = None
-        self._started: dict[str, float] = {}  # phase -> when it began, for the time left
+    Called as the indexer's callback `(phase, done, total)`; phase "wait" (total 0) says the run
+    waits for another index run's embedding.
+    """
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        line = f"\r{phase:5} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{self._eta(phase, done, total)}"
-        if line != self._last:
-            sys.stderr.write(line + ("\n" if done >= total else ""))
-            sys.stderr.flush()
-            self._last = line
-
-    def _eta(self, phase: str, done: int, total: int) -> str:
-        """About how long the phase has left, from its pace so far (embedding a big vault: minutes)."""
+    def __init__(self, enabled: bool, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self._bar = None
+        self._phase: str | None = None
+        self._started = self._last_line = 0.0
         import time
 
-        started = self._started.setdefault(phase, time.monotonic())
-        elapsed = time.monotonic() - started
-        if done <= 0 or done >= total or elapsed < 2:
-            return "          "
-        left = int(elapsed / done * (total - done))
-        return f"  ~{left // 60}m{left % 60:02d}s left "
+        self._made, self._last_call = time.monotonic(), 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if phase == "wait":
+            self.stream.write("another `vault-index index` is embedding into this index; waiting for it "
+                              "(what it embeds is not embedded twice)\n")
+            self.stream.flush()
+            return
+        if total <= 0:
+            return
+        import time
+
+        from tqdm import tqdm
+
+        now = time.monotonic()
+        if phase != self._phase:
+            self.close()
+            # The indexer reports a phase first after its first batch: the phase began at the
+            # previous report (or when this display was made), so the rate and the ETA count from there.
+            started = self._last_call or self._made
+            self._phase, self._started, self._last_line = phase, started, now
+            if self.tty:
+                self._bar = tqdm(total=total, desc=phase, unit=PHASE_UNITS.get(phase, ""), file=self.stream,
+                                 leave=True, dynamic_ncols=True, mininterval=0, delay=0)
+                self._bar.start_t = self._bar.last_print_t = time.time() - (now - started)
+        self._last_call = now
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+        elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
+            self._last_line = now
+            line = tqdm.format_meter(done, total, now - self._started, prefix=phase,
+                                     unit=PHASE_UNITS.get(phase, ""), bar_format=PLAIN_FORMAT)
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._phase = None, None
 
 
 def _say(args, message: str) -> None:
@@ -76,7 +115,16 @@ def _say(args, message: str) -> None:
 
 
 def cmd_index(app, args) -> int:
-    report = app.index(args.paths or None, Progress(not args.silent))
+    progress = Progress(not args.silent)
+    try:
+        report = app.index(args.paths or None, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        # Files are swapped in one transaction each and vectors committed in batches, so nothing
+        # done so far is lost; the next run skips it and embeds only what is missing.
+        print("\ninterrupted: what was indexed and embedded so far is kept; "
+              "run `vault-index index` again to finish", file=sys.stderr)
+        return 130
     data = asdict(report)
     if args.json:
         print(_json(data))
@@ -95,6 +143,7 @@ def cmd_index(app, args) -> int:
 
 def cmd_search(app, args) -> int:
     from vault_index.services.search import Filters
+    from vault_index.surfaces.notices import print_notices
 
     filters = Filters(args.path, tuple(args.tag or ()), args.status, args.collection)
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
@@ -106,8 +155,7 @@ def cmd_search(app, args) -> int:
         if args.json or batch:
             print(_json(result_json(result, args.explain)), flush=True)
             continue
-        for notice in result.notices:
-            _say(args, f"note: {notice}")
+        print_notices(result.notices, app.settings.model_cache, args.silent)
         if not result.hits:
             _say(args, "no hits")
         for number, hit in enumerate(result.hits, start=1):
@@ -149,14 +197,15 @@ def cmd_remove(app, args) -> int:
 
 
 def cmd_status(app, args) -> int:
-    status = app.status()
+    status = app.status(probe_models=True)
     if args.json:
         print(_json(status))
         return 0
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
-    print(f"rerank    {'on' if status['rerank'] else 'off'} ({status['rerank_model']})")
+    state = status["rerank_state"]
+    print(f"rerank    {state}" + (f" ({status['rerank_model']})" if state == "on" else ""))
     for problem in status["problems"]:
         print(f"problem   {problem['path']}: {problem['message']}")
     for notice in status["notices"]:  # rebuilt after damage, read-only: said every time it holds
@@ -333,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         from vault_index.surfaces.server import serve_stdio
 
+        if sys.stdin.isatty():
+            # A person typed it; an MCP client never gives the server a terminal on stdin.
+            print(BARE_HINT, file=sys.stderr, flush=True)
         serve_stdio()
         return 0
     args = build_parser().parse_args(argv)

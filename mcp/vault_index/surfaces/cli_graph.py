@@ -96,8 +96,9 @@ def cmd_recall(app, args) -> int:
     if args.json:
         print(_json(found))
         return 0
-    for notice in found["notices"]:
-        print(f"note: {notice}", file=sys.stderr)
+    from vault_index.surfaces.notices import print_notices
+
+    print_notices(found["notices"], app.settings.model_cache, args.silent)
     for title, hits in (("Notes", found["notes"]), ("Lessons", found["lessons"])):
         print(f"# {title}\n")
         for hit in hits:

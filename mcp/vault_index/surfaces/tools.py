@@ -32,7 +32,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from vault_index import __version__
-from vault_index.config import project_dir
+from vault_index.config import content_dir, content_root, project_dir
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons, linkgraph
 from vault_index.services import graph as graph_service
@@ -80,7 +80,10 @@ CallerFactory = Callable[[Any, Any], Any]  # (Vault, Context | None) -> Caller
 
 # --- shared input shapes -------------------------------------------------------------------------
 
-Query = Annotated[str, Field(min_length=1, max_length=2000)]
+# Trigger: `min_length=1` made an empty query a raw pydantic error ("String should have at least
+# 1 character [type=string_too_short ...]"). Why: the services already answer it in words that say
+# what to do. Outcome: the schema still tells clients minLength 1; the service gives the message.
+Query = Annotated[str, Field(max_length=2000, json_schema_extra={"minLength": 1})]
 NotePath = Annotated[str, Field(min_length=1, max_length=1024, description="vault-relative path of a .md note")]
 RequestId = Annotated[str | None, Field(max_length=100, description="retry with the same id: no second write")]
 Name = Annotated[str, Field(min_length=1, max_length=graph_service.MAX_NAME_CHARS)]
@@ -127,6 +130,8 @@ class _Vaults:
         self._vault = None
 
     def get(self):
+        if not self.root.exists():
+            content_root()  # the personal folder is made on first use, not at every server start
         config = self.root / ".vault-index" / "config.yaml"
         try:
             info = config.stat()
@@ -154,7 +159,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         from vault_index.surfaces.callers import stdio_caller_factory
 
         caller_factory = stdio_caller_factory()
-    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else project_dir())
+    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else content_dir())
     indexer: list[App] = []  # opened on first use, sharing the loaded models
     text = instructions_text or instructions(app.status(), memory_file)
     server = MCPServer("vault-index", version=__version__, instructions=text)
@@ -189,7 +194,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
-        return [project_dir(), *(Path(source["path"]) for source in call(app.sources))]
+        homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
+        return [*homes, *(Path(source["path"]) for source in call(app.sources))]
 
     def index(paths: list[str] | None):
         if not indexer:
@@ -304,7 +310,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
         found = call(graph_service.search, memory_file, query, graph_service.MAX_SEARCH_LIMIT, guard=graph_lock)
-        return GraphOut(entities=visible_entities(found, scope)[:limit])
+        shown = visible_entities(found, scope)[:limit]
+        for entity in shown:  # as recall gives it: a path to cite, never null
+            entity["display"] = recall_service.display_path(entity["source"])
+        return GraphOut(entities=shown)
 
     @server.tool(annotations=READ_ONLY, structured_output=True)
     def graph_open(
