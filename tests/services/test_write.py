@@ -326,3 +326,16 @@ def test_a_reason_cannot_forge_trailers_and_request_ids_belong_to_their_caller(r
     other = service.write(ADMIN, WriteRequest("create", "research/plan.md", body="b", frontmatter={"title": "P"},
                                               request_id="shared-id"))
     assert other.status == "written" and other.path == "research/plan.md"  # not Ann's answer
+
+
+def test_a_request_id_reused_for_another_note_is_refused_not_reported_written(root, service):
+    """A client that reuses one request id (a constant, a counter restarted) must not be told its
+    second note was written when nothing was: that note would be lost without anyone noticing."""
+    create(service)
+    first = service.write(ADMIN, WriteRequest("append", "pricing/helios.md", body="## A\n", request_id="r-same"))
+    other = service.write(ADMIN, WriteRequest("create", "research/other.md", body="b\n",
+                                              frontmatter={"title": "Other"}, request_id="r-same"))
+    assert first.status == "written"
+    assert other.status != "written" and not other.ok
+    assert "r-same" in other.message and "research/other.md" in other.path
+    assert not (root / "research" / "other.md").exists()
