@@ -153,3 +153,12 @@ def test_sections_keep_tabs_and_newlines_and_lose_carriage_returns(tmp_path):
     path = adr.create(tmp_path / "adr", "Title", **dict(SECTIONS, options="- a\r\n\tindented\r- b"))
     assert "## Options measured\n\n- a\n\tindented\n- b\n\n" in path.read_text()
     assert adr.check_adrs(tmp_path / "adr") == []
+
+
+def test_a_retry_with_the_same_request_id_answers_the_first_record_and_writes_no_second(tmp_path):
+    folder = _copy_repo_adrs(tmp_path)
+    count = len(list(folder.glob("*.md")))
+    first = adr.record(folder, "Retry once", **SECTIONS, request_id="adr-retry-1")
+    again = adr.record(folder, "Retry once", **SECTIONS, request_id="adr-retry-1")
+    assert first.status == again.status == "written" and again.result["path"] == first.result["path"]
+    assert len(list(folder.glob("*.md"))) == count + 1

@@ -326,3 +326,38 @@ def test_a_reason_cannot_forge_trailers_and_request_ids_belong_to_their_caller(r
     other = service.write(ADMIN, WriteRequest("create", "research/plan.md", body="b", frontmatter={"title": "P"},
                                               request_id="shared-id"))
     assert other.status == "written" and other.path == "research/plan.md"  # not Ann's answer
+
+
+def test_a_request_id_reused_for_another_note_is_refused_not_reported_written(root, service):
+    """A client that reuses one request id (a constant, a counter restarted) must not be told its
+    second note was written when nothing was: that note would be lost without anyone noticing."""
+    create(service)
+    first = service.write(ADMIN, WriteRequest("append", "pricing/helios.md", body="## A\n", request_id="r-same"))
+    other = service.write(ADMIN, WriteRequest("create", "research/other.md", body="b\n",
+                                              frontmatter={"title": "Other"}, request_id="r-same"))
+    assert first.status == "written"
+    assert other.status != "written" and not other.ok
+    assert "r-same" in other.message and "research/other.md" in other.path
+    assert not (root / "research" / "other.md").exists()
+
+
+def test_an_append_to_a_note_with_unreadable_frontmatter_is_refused_and_keeps_it(root, service):
+    """Bad YAML in an existing note used to be dropped by an append: its fields vanished silently."""
+    note = root / "pricing" / "broken.md"
+    note.write_text('---\ntitle: Broken\nowner: "Ann\n---\n# Broken\n\nbody\n')
+    before = note.read_bytes()
+    outcome = service.write(ADMIN, WriteRequest("append", "pricing/broken.md", body="## More\n"))
+    assert outcome.status == "invalid" and any(p["field"] == "frontmatter" for p in outcome.problems)
+    assert note.read_bytes() == before
+
+
+def test_frontmatter_aliases_are_refused_by_the_writer_as_by_the_index(root, service):
+    """Nested YAML aliases ("billion laughs") expand when walked; nine levels hung the writer."""
+    levels = ['l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    levels += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 5)]
+    note = root / "pricing" / "laughs.md"
+    note.write_text("---\ntitle: Laughs\n" + "\n".join(levels) + "\n---\n# Laughs\n\nbody\n")
+    before = note.read_bytes()
+    outcome = service.write(ADMIN, WriteRequest("append", "pricing/laughs.md", body="## More\n"))
+    assert outcome.status == "invalid" and "alias" in str(outcome.problems)
+    assert note.read_bytes() == before

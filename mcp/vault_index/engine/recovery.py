@@ -33,8 +33,8 @@ _SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_READONLY = 11, 26, 8
 def is_damage(exc: BaseException) -> bool:
     """SQLite says the file is not an index or its pages are malformed; nothing else counts."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-        return True
+    if code is not None:  # SQLite's own code decides: "malformed JSON" is a plain SQLITE_ERROR
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text
 

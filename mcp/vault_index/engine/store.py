@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -342,7 +343,7 @@ class Store:
     def replace_file(self, source_id: int, path: str, stat: tuple[float, int], digest: str, note, chunks) -> None:
         """Swap a file's rows for new ones in one transaction: readers see old or new, never half."""
         status = str(note.frontmatter.get("status") or "")
-        frontmatter = json.dumps(note.frontmatter, default=str, ensure_ascii=False)
+        frontmatter = json.dumps(_finite(note.frontmatter), default=str, ensure_ascii=False)
         with self.transaction() as db:
             self._delete_file(db, path)
             cursor = db.execute(
@@ -556,7 +557,8 @@ class Store:
             where.append("f.status = ?")
             args.append(status)
         if collection:
-            where.append("json_extract(f.frontmatter, '$.collection') = ?")
+            # an index written before NaN was stored as text holds JSON SQLite refuses: skip that row
+            where.append("CASE WHEN json_valid(f.frontmatter) THEN json_extract(f.frontmatter, '$.collection') END = ?")
             args.append(collection)
         sql = "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id"
         if where:
@@ -588,6 +590,17 @@ class Store:
         }
 
 
+def _finite(value):
+    """`value` with NaN and infinities (YAML `.nan`, `.inf`) as text: SQLite's JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _recovering(method):
     """Wrap a Store method: "malformed" at any time moves the damaged index aside and rebuilds it.
 
@@ -604,7 +617,10 @@ def _recovering(method):
         except sqlite3.DatabaseError as exc:
             if self.read_only or not recovery.is_damage(exc):
                 raise
+            before = len(self.notices)
             self.recover_now(exc)
+            if len(self.notices) == before:  # not damaged after all (or rebuilt by another process)
+                raise
             raise IndexRebuiltError(self.notices[-1]) from exc
 
     return guarded

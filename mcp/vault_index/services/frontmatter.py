@@ -46,10 +46,21 @@ for _cls in (_Loader, _Dumper):
     }
 
 
-def load_yaml(text: str):
+class _NoteLoader(_Loader):
+    """Note frontmatter: no aliases. A few hundred bytes of nested aliases expand to millions of
+    values when the fields are walked or written back (the index's reader refuses them too)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed in frontmatter",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str, *, aliases: bool = True):
     """Parse YAML with dates kept as strings; raises ValueError with the line on bad YAML."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_Loader if aliases else _NoteLoader)  # noqa: S506 - SafeLoader subclasses
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -85,7 +96,7 @@ def parse(text: str) -> tuple[dict, str, list[dict]]:
     if len(raw) > MAX_FRONTMATTER_CHARS:
         return {}, body, [problem("frontmatter", "size", f"frontmatter over {MAX_FRONTMATTER_CHARS:,} characters")]
     try:
-        data = load_yaml(raw)
+        data = load_yaml(raw, aliases=False)
     except ValueError as exc:
         return {}, body, [problem("frontmatter", "yaml", f"frontmatter is {exc}")]
     if data is None:

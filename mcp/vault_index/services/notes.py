@@ -49,7 +49,13 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
         return WriteOutcome("stale", target.rel, f"{target.rel} changed since version {request.base_version} (now "
                             f"{version}); read it again and redo the change", version=version,
                             result={"base_version": request.base_version})
-    old_fields, old_body, _ = fm.parse(old) if old is not None else ({}, "", [])
+    old_fields, old_body, unreadable = fm.parse(old) if old is not None else ({}, "", [])
+    # Trigger: the note's frontmatter cannot be read (bad YAML, aliases, too long). Why: append,
+    # promote and deprecate keep the old fields, and an unreadable block would be dropped without
+    # a word. Outcome: refused until it is fixed; a replace states every field and may repair it.
+    if unreadable and op != "replace":
+        return _invalid(target, [*unreadable, fm.problem("frontmatter", "unreadable", "fix the note's frontmatter "
+                                                         "(or replace it whole) before this change")], version)
     old_fields, _ = fm.coerce(old_fields)
     fields, body, problems = _apply(service, request, target, old_fields, old_body)
     stamp = service.clock().isoformat()

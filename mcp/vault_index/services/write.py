@@ -269,6 +269,12 @@ class WriteService:
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
                 times, started) -> WriteOutcome:
         if request_id and (first := self._answered(caller, request_id)) is not None:
+            # Trigger: the id already answered a write of another file. Why: reporting that outcome
+            # would tell the caller this note was written when it was not. Outcome: refused. An ADR
+            # retry is the exception: it numbers itself afresh, so its retry names the next number.
+            if first.path != target.rel and operation != "adr":
+                return WriteOutcome("invalid", target.rel, f"request_id {request_id} was already used for "
+                                    f"{first.path}; give each write its own request_id")
             return first
         old, info = fileio.read_current(folder, target.parts[-1], target.rel)
         try:

@@ -198,7 +198,13 @@ class Guard:
         limit = self.config.max_body if scope["path"] == MCP_PATH else MAX_FORM_BYTES
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return await _plain(send, 413, "request body too large")
-        wait = self._take(_rate_key(scope))
+        key = _rate_key(scope)
+        # Trigger: a credential this guard has no bucket for. Why: the bucket is keyed by the
+        # Authorization header, so inventing a header per request would get a fresh burst each
+        # time. Outcome: new credentials are also charged to their client address's bucket.
+        wait = self._take(_address_key(scope, "n:")) if key not in self.buckets and key.startswith("a:") else 0.0
+        if wait <= 0:
+            wait = self._take(key)
         if wait > 0:
             return await _plain(send, 429, "too many requests; slow down",
                                 [(b"retry-after", str(max(1, round(wait))).encode())])
@@ -225,8 +231,12 @@ def _rate_key(scope) -> str:
     auth = _header(scope, b"authorization")
     if auth:
         return "a:" + hashlib.sha256(auth.encode()).hexdigest()[:32]
+    return _address_key(scope, "c:")
+
+
+def _address_key(scope, prefix: str) -> str:
     client = scope.get("client") or ("?", 0)
-    return f"c:{client[0]}"
+    return f"{prefix}{client[0]}"
 
 
 def _limited(receive, limit: int):
