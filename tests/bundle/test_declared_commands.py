@@ -155,7 +155,14 @@ async def drive_server(params: StdioServerParameters, proj: Path, hooks: dict, e
             for matcher, command in hooks["PostToolUse"]:
                 assert re.fullmatch(matcher, "Write")
                 seen.setdefault("post_hook", []).append(run_hook(command, event, env, proj))
-            seen["after"] = await call(session, "search_notes", {"query": "pangolin solar panel", "mode": "keyword"})
+            # The hook may hand the path to this running server, which re-indexes it on its own
+            # thread (docs/adr/0010): the edit reaches search shortly after the hook returns.
+            for _ in range(100):
+                seen["after"] = await call(session, "search_notes", {"query": "pangolin solar panel",
+                                                                     "mode": "keyword"})
+                if seen["after"]["hits"]:
+                    break
+                await anyio.sleep(0.2)
             seen["recall"] = await call(session, "recall", {"query": "garden sensor battery"})
     return seen
 
