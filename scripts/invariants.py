@@ -87,6 +87,15 @@ def run_checks(ctx: Context, checks: list[Callable[[Context], Result]] | None = 
 def _run(ctx: Context, checks: list[Callable[[Context], Result]]) -> list[Result]:
     slow = [c for c in checks if c is check_mcp_launch]
     box: dict[str, Result] = {}
+    if slow:
+        # Trigger: the launch check imports the MCP SDK client on its thread while the other checks
+        # import the index code here. Why: two threads importing one module graph for the first time
+        # can be handed a half-initialised module ("partially initialized module 'typing'"), which
+        # crashed the sources check under load. Outcome: what the fast checks need is imported first.
+        import typing  # noqa: F401
+
+        import vault_index.engine.sources  # noqa: F401
+        import vault_index.engine.store  # noqa: F401
     threads = [threading.Thread(target=lambda c=c: box.__setitem__(c.__name__, _timed(c, ctx))) for c in slow]
     for thread in threads:
         thread.start()
