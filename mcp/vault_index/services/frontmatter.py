@@ -50,11 +50,14 @@ class _NoteLoader(_Loader):
     """Note frontmatter: no aliases. A few hundred bytes of nested aliases expand to millions of
     values when the fields are walked or written back (the index's reader refuses them too)."""
 
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.events.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed in frontmatter",
-                                              self.peek_event().start_mark)
-        return super().compose_node(parent, index)
+    # Trigger: with libyaml (CSafeLoader) the composer runs in C, so a compose-time check never ran
+    # and the alias bomb was accepted again. Why: an alias is the one way a node is reached twice.
+    # Outcome: refused where the Python constructor meets a node it has already seen.
+    def construct_object(self, node, deep=False):
+        if node in self.constructed_objects or node in self.recursive_objects:
+            raise yaml.constructor.ConstructorError(None, None, "YAML aliases (*name) are not allowed in "
+                                                    "frontmatter", node.start_mark)
+        return super().construct_object(node, deep)
 
 
 def load_yaml(text: str, *, aliases: bool = True):
