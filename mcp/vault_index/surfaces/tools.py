@@ -221,7 +221,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
         filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
-        result = call(partial(app.search, source=source), query, mode, limit, filters)
+        result = call(partial(app.search, source=source) if source else app.search, query, mode, limit, filters)
         decays = hit_decays(vault, [h.path for h in result.hits])
         return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                          reranked=result.reranked, notices=list(result.notices),
