@@ -42,19 +42,22 @@ async def _session_checks(params, vault, second, outside, errlog) -> dict:
             tools = {t.name: t for t in (await session.list_tools()).tools}
             seen["tools"] = tools
 
-            indexed = await session.call_tool("index_paths", {"paths": [str(second)]})
+            indexed = await session.call_tool("index_paths", {"paths": [str(second)], "name": "zoo"})
             seen["index"] = indexed
 
             seen["search"] = await session.call_tool("search_notes", {"query": "brake pads groove", "limit": 3})
             seen["search_new"] = await session.call_tool(
                 "search_notes", {"query": "echidna", "mode": "keyword", "path_prefix": str(second)}
             )
+            seen["search_source"] = await session.call_tool(
+                "search_notes", {"query": "echidna brake", "mode": "keyword", "source": "zoo"})
+            seen["search_unknown"] = await session.call_tool("search_notes", {"query": "x", "source": "nope"})
             seen["get"] = await session.call_tool("get_note", {"path": "bike.md", "max_lines": 3})
             seen["get_outside"] = await session.call_tool("get_note", {"path": "../" + outside.name})
             seen["get_secret"] = await session.call_tool("get_note", {"path": "secrets/keys.md"})
             seen["bad_query"] = await session.call_tool("search_notes", {"query": ""})
             seen["sources"] = await session.call_tool("list_sources", {})
-            seen["remove"] = await session.call_tool("remove_source", {"path": str(second)})
+            seen["remove"] = await session.call_tool("remove_source", {"path": "zoo"})  # by name
             seen["sources_after"] = await session.call_tool("list_sources", {})
             seen["remove_again"] = await session.call_tool("remove_source", {"path": str(second)})
             seen["links"] = await session.call_tool("note_links", {"direction": "neighbors", "path": "bike.md"})
@@ -125,8 +128,11 @@ def test_every_tool_over_stdio(tmp_path, vault):
 
     sources = {s["path"]: s for s in seen["sources"].structured_content["sources"]}
     assert set(sources) == {str(vault), str(second)}
-    assert sources[str(vault)]["files"] == 4 and sources[str(second)] == {"path": str(second), "files": 1,
-                                                                          "chunks": 1}
+    assert sources[str(vault)]["files"] == 4 and sources[str(second)] == {"name": "zoo", "path": str(second),
+                                                                          "files": 1, "chunks": 1}
+    assert sources[str(vault)]["name"] == vault.name  # the default: the folder's base name
+    assert [h["path"] for h in seen["search_source"].structured_content["hits"]] == [str(second / "spiny.md")]
+    assert seen["search_unknown"].is_error and "zoo" in _text(seen["search_unknown"])
     assert seen["remove"].structured_content == {"removed_files": 1}
     assert [s["path"] for s in seen["sources_after"].structured_content["sources"]] == [str(vault)]
     assert seen["remove_again"].is_error and "not a registered source" in _text(seen["remove_again"])

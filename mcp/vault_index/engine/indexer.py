@@ -91,14 +91,17 @@ def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | 
         return None, raw, f"skipped: not UTF-8 (byte {exc.start})", info
 
 
-def register(store: Store, paths: Iterable[str]) -> list[tuple[int, Path]]:
+def register(store: Store, paths: Iterable[str], name: str | None = None) -> list[tuple[int, Path]]:
+    """`name` names the source when exactly one path is given (ignored otherwise)."""
+    paths = list(paths)
+    name = name if len(paths) == 1 else None
     registered = []
     for raw in paths:
         path = Path(raw).expanduser().resolve()
         if not path.exists():
             raise NotFoundError(f"{raw} does not exist")
         check_source_path(path)
-        registered.append((store.add_source(str(path)), path))
+        registered.append((store.add_source(str(path), name), path))
     return registered
 
 
@@ -108,12 +111,14 @@ def sync(
     paths: Iterable[str] | None = None,
     progress: Progress | None = None,
     embed: bool = True,
+    name: str | None = None,
 ) -> SyncReport:
-    """Register `paths` as sources (none: every known source) and bring the index up to date."""
+    """Register `paths` as sources (none: every known source) and bring the index up to date;
+    `name` names the one source when a single path is given."""
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
-    targets = register(store, paths) if paths else [(i, Path(p)) for i, p in store.sources()]
+    targets = register(store, paths, name) if paths else [(i, Path(p)) for i, p in store.sources()]
     embedder = models.embedder() if embed else None
     count = embedder.count_tokens if embedder else approximate_tokens
     max_tokens = embedder.max_tokens if embedder else 512

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
+from vault_index.engine import source_names
 from vault_index.errors import IndexUnavailableError
 
 SOURCES_SUFFIX = ".sources.json"
@@ -234,6 +235,7 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)",
                                [(source, time.time()) for source in sources])
+                source_names.fill_missing(db)
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
                     "from": str(moved_to), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
                     "why": str(damage), "sources": len(sources)}),))

@@ -19,12 +19,14 @@ from pathlib import Path
 
 from vault_index.engine import link_index, recovery
 from vault_index.engine.parse import alias_title
+from vault_index.engine.source_names import check_name, default_name, fill_missing, unique_name
 from vault_index.errors import (
     IndexBusyError,
     IndexReadOnlyError,
     IndexRebuiltError,
     IndexUnavailableError,
     NotFoundError,
+    UsageError,
 )
 
 BUSY_TIMEOUT_S = 30.0
@@ -81,7 +83,14 @@ def m003_links(db: sqlite3.Connection) -> None:
     db.execute("UPDATE files SET mtime = 0, hash = ''")
 
 
-MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links)
+def m004_source_names(db: sqlite3.Connection) -> None:
+    """Named sources (ADR 0012): each existing source gets its folder's base name, made unique."""
+    db.execute("ALTER TABLE sources ADD COLUMN name TEXT")
+    fill_missing(db)
+    db.execute("CREATE UNIQUE INDEX sources_name ON sources(name)")
+
+
+MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links, m004_source_names)
 
 
 @dataclass(frozen=True)
@@ -293,23 +302,53 @@ class Store:
     def sources(self) -> list[tuple[int, str]]:
         return list(self.db.execute("SELECT id, path FROM sources ORDER BY path"))
 
+    def source_names(self) -> dict[str, str]:
+        """name -> root path of every source."""
+        return dict(self.db.execute("SELECT name, path FROM sources ORDER BY name"))
+
+    def source_root(self, name: str) -> str:
+        """The root path of the source called `name`; an unknown name lists the known ones."""
+        names = self.source_names()
+        if name not in names:
+            raise NotFoundError(f"no source is named {name!r}; sources: {', '.join(names) or '(none)'}")
+        return names[name]
+
     def source_stats(self) -> list[dict]:
         rows = self.db.execute(
-            "SELECT s.path, COUNT(DISTINCT f.id), COUNT(c.id) FROM sources s "
+            "SELECT s.name, s.path, COUNT(DISTINCT f.id), COUNT(c.id) FROM sources s "
             "LEFT JOIN files f ON f.source_id = s.id LEFT JOIN chunks c ON c.file_id = f.id "
             "GROUP BY s.id ORDER BY s.path"
         )
-        return [{"path": p, "files": nf, "chunks": nc} for p, nf, nc in rows]
+        return [{"name": n, "path": p, "files": nf, "chunks": nc} for n, p, nf, nc in rows]
 
-    def add_source(self, path: str) -> int:
+    def add_source(self, path: str, name: str | None = None) -> int:
+        """Register `path` (already there: kept, renamed when `name` is given). A name another
+        source uses is a UsageError; no name: the folder's base name, made unique."""
+        if name is not None:
+            check_name(name)
         with self.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)", (path, time.time()))
+            row = db.execute("SELECT id, name FROM sources WHERE path = ?", (path,)).fetchone()
+            if name is not None:
+                owner = db.execute("SELECT path FROM sources WHERE name = ?", (name,)).fetchone()
+                if owner and owner[0] != path:
+                    raise UsageError(f"the name {name!r} is already used by the source {owner[0]}; "
+                                     "choose another with --name")
+            if row and name is not None and row[1] != name:
+                db.execute("UPDATE sources SET name = ? WHERE id = ?", (name, row[0]))
+            elif not row:
+                taken = {n for (n,) in db.execute("SELECT name FROM sources")}
+                db.execute("INSERT INTO sources(path, added_at, name) VALUES (?, ?, ?)",
+                           (path, time.time(), name or unique_name(default_name(path), taken)))
             # under the write lock, so concurrent writers leave the file with the last committed list
             recovery.save_sources(self.path, [p for (p,) in db.execute("SELECT path FROM sources ORDER BY path")])
         return self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
 
     def remove_source(self, path: str) -> int:
+        """Unregister the source whose path (or, failing that, name) is `path`."""
         row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
+        if not row:
+            named = self.db.execute("SELECT id, path FROM sources WHERE name = ?", (path,)).fetchone()
+            row, path = ((named[0],), named[1]) if named else (None, path)
         if not row:
             raise NotFoundError(f"{path} is not a registered source; `vault-index sources` lists them")
         paths = [p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = ?", row)]

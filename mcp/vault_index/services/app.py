@@ -52,7 +52,8 @@ class App:
 
     # --- writes to the index ----------------------------------------------------------------
 
-    def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False) -> SyncReport:
+    def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False,
+              name: str | None = None) -> SyncReport:
         """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
         (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything."""
         if by_agent and paths:
@@ -64,15 +65,23 @@ class App:
         embedder = self.models.embedder()
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
-        return indexer.sync(self.store, self.models, paths, progress)
+        return indexer.sync(self.store, self.models, paths, progress, name=name)
 
     def reindex_file(self, path: str) -> SyncReport | None:
         return indexer.reindex_file(self.store, self.models, path)
 
-    def remove(self, path: str) -> int:
+    def source_target(self, path: str) -> str:
+        """The registered path `path` means: a source's path (as typed or resolved), else a source's
+        name; anything else is returned unchanged (remove then says it is not a source)."""
         resolved = str(Path(path).expanduser().resolve()) if path else path
         known = {p for _, p in self.store.sources()}
-        return self.store.remove_source(resolved if resolved in known else path)
+        if resolved in known or path in known:
+            return resolved if resolved in known else path
+        return self.store.source_names().get(path, path)
+
+    def remove(self, path: str) -> int:
+        """Unregister a source named by its path or its name."""
+        return self.store.remove_source(self.source_target(path))
 
     # --- the curated write path -------------------------------------------------------------
 
@@ -87,12 +96,29 @@ class App:
     # --- reads ------------------------------------------------------------------------------
 
     def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
-               filters: Filters | None = None, explain: bool = False) -> SearchResult:
+               filters: Filters | None = None, explain: bool = False, source: str | None = None) -> SearchResult:
+        """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold)."""
+        if source:
+            filters = self._source_filters(filters or Filters(), source)
+            if filters is None:  # the path prefix lies outside the named source: nothing can match
+                return SearchResult(query, mode, False, False, ())
         result = self.searcher.search(query, mode, limit, filters, explain)
         notices = self.index_notices()
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result
+
+    def _source_filters(self, filters: Filters, source: str) -> Filters | None:
+        """`filters` narrowed to the named source's root; None when its path prefix excludes the source."""
+        root = Path(self.store.source_root(source))
+        if not filters.path_prefix:
+            return replace(filters, path_prefix=str(root))
+        prefix = Path(filters.path_prefix.rstrip("/") or "/")
+        if prefix == root or root in prefix.parents:
+            return filters
+        if prefix in root.parents:
+            return replace(filters, path_prefix=str(root))
+        return None
 
     def index_notices(self) -> list[str]:
         """What the person must know about the index itself: rebuilt after damage, read-only."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from vault_index import __version__
 from vault_index.config import Settings
-from vault_index.errors import VaultIndexError
+from vault_index.errors import UsageError, VaultIndexError
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -115,9 +115,11 @@ def _say(args, message: str) -> None:
 
 
 def cmd_index(app, args) -> int:
+    if args.name is not None and len(args.paths) != 1:
+        raise UsageError("--name names one source: give exactly one PATH with it")
     progress = Progress(not args.silent)
     try:
-        report = app.index(args.paths or None, progress)
+        report = app.index(args.paths or None, progress, name=args.name)
     except KeyboardInterrupt:
         progress.close()
         # Files are swapped in one transaction each and vectors committed in batches, so nothing
@@ -151,7 +153,7 @@ def cmd_search(app, args) -> int:
     for query in queries:
         if batch and not query:
             continue
-        result = app.search(query, args.mode, args.n, filters, args.explain)
+        result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source)
         if args.json or batch:
             print(_json(result_json(result, args.explain)), flush=True)
             continue
@@ -186,7 +188,7 @@ def cmd_sources(app, args) -> int:
     elif not sources:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
     for source in sources if not args.json else []:
-        print(f"{source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks)")
     return 0
 
 
@@ -307,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", parents=[common], help="add folders/files as sources and sync them")
     p.add_argument("paths", nargs="*", help="folders or files; none re-syncs every source")
+    p.add_argument("--name", help="name the one source given (default: its folder's name)")
     p.set_defaults(run=cmd_index)
 
     p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
@@ -315,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
     p.add_argument("--path", help="only files under this path prefix")
+    p.add_argument("--source", help="only files of the source with this name (`sources` lists them)")
     p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
     p.add_argument("--status", help="only notes with this frontmatter status")
     p.add_argument("--collection", help="only notes with this frontmatter collection")
@@ -329,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sources", parents=[common], help="list registered sources")
     p.set_defaults(run=cmd_sources)
     p = sub.add_parser("remove", parents=[common], help="unregister a source and drop its files")
-    p.add_argument("path")
+    p.add_argument("path", help="the source's path or name")
     p.set_defaults(run=cmd_remove)
     p = sub.add_parser("status", parents=[common], help="index state, models, vector backend, problems")
     p.set_defaults(run=cmd_status)

@@ -44,7 +44,7 @@ class NoteOut(BaseModel):
 
 
 class SourcesOut(BaseModel):
-    sources: list[dict] = Field(description="path, files, chunks")
+    sources: list[dict] = Field(description="name, path, files, chunks")
 
 
 class IndexOut(BaseModel):

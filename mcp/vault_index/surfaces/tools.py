@@ -197,10 +197,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
         return [*homes, *(Path(source["path"]) for source in call(app.sources))]
 
-    def index(paths: list[str] | None):
+    def index(paths: list[str] | None, name: str | None = None):
         if not indexer:
             indexer.append(App.open(app.settings, models=app.models))
-        return indexer[0].index(paths, by_agent=True)  # what an agent may add: services/boundaries.py
+        return indexer[0].index(paths, by_agent=True, name=name)  # what an agent may add: services/boundaries.py
 
     # --- search and read the index ---------------------------------------------------------------
 
@@ -214,13 +214,14 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         tags: Annotated[list[str] | None, Field(max_length=20)] = None,
         status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
         collection: Annotated[str | None, Field(max_length=200)] = None,
+        source: Annotated[str | None, Field(max_length=64, description="source name")] = None,
     ) -> SearchOut:
         """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
         snippet and decay."""
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
         filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
-        result = call(app.search, query, mode, limit, filters)
+        result = call(partial(app.search, source=source) if source else app.search, query, mode, limit, filters)
         decays = hit_decays(vault, [h.path for h in result.hits])
         return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                          reranked=result.reranked, notices=list(result.notices),
@@ -260,24 +261,26 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         ctx: Context,
         paths: Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]],
                          Field(max_length=50, description="folders or files; empty re-syncs every source")] = [],  # noqa: B006
+        name: Annotated[str | None, Field(max_length=64, description="names a single path's source")] = None,
     ) -> IndexOut:
         """Add folders or files as sources and bring the index up to date (incremental)."""
         vault, caller, scope = who(ctx)
         refuse_unwritable(scope, caller, paths)
-        report = call(index, paths or None, guard=index_lock)
+        report = call(index, paths or None, name, guard=index_lock)
         return IndexOut(indexed=report.indexed, unchanged=report.unchanged, removed=report.removed,
                         chunks_embedded=report.chunks_embedded, vector_used=report.vector_used,
                         problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2))
 
     @server.tool(annotations=REMOVING, structured_output=True)
     def remove_source(
-        path: Annotated[str, Field(min_length=1, max_length=4096, description="as list_sources shows it")],
+        path: Annotated[str, Field(min_length=1, max_length=4096, description="path or name, as list_sources shows")],
         ctx: Context,
     ) -> RemoveOut:
         """Unregister a source and drop its files from the index (files untouched)."""
         vault, caller, scope = who(ctx)
-        refuse_unwritable(scope, caller, [path])
-        return RemoveOut(removed_files=call(app.remove, path))
+        target = call(app.source_target, path)  # a name: the grant is checked on its folder
+        refuse_unwritable(scope, caller, [target])
+        return RemoveOut(removed_files=call(app.remove, target))
 
     # --- memory graph and recall -----------------------------------------------------------------
 
