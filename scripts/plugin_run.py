@@ -278,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
             return target_command(python, root, name, args)
 
         return Shim(build).run()
+    # Trigger: on a first session the server's shim and this hook both find no environment; the
+    # shim often takes the install lock first, and this run then only waited for it.
+    # Why: the session heard nothing about a minutes-long install it had just sat through.
+    # Outcome: the install is reported when the environment was not ready as this run started,
+    # whichever process built it.
+    was_ready = is_ready(root, data)
     try:
         python, installed = ensure_environment(root, data)
     except (OSError, subprocess.CalledProcessError) as exc:
@@ -289,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(message, file=sys.stderr)
         return 1
-    if installed:
+    if installed or not was_ready:
         # invariants.py puts this line into its report, so the session hears about the install.
         os.environ["VAULT_INDEX_SETUP_NOTE"] = (
             f"vault-index installed its environment in {data / 'venv'}")

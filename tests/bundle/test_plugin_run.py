@@ -168,3 +168,37 @@ def test_session_start_reports_a_failed_install_as_hook_context_and_exits_0(tmp_
     context = json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "could not install" in context
     assert not plugin_run.is_ready(plugin, tmp_path / "data")
+
+
+def _wait_for_a_blocked_lock(timeout: float = 30.0) -> None:
+    """Until some process waits on a flock (Linux lists waiters with '->' in /proc/locks)."""
+    locks = Path("/proc/locks")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not locks.exists():
+            time.sleep(2.0)
+            return
+        if "->" in locks.read_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError("the hook never waited for the install lock")
+
+
+def test_session_start_reports_an_install_another_process_finished_while_it_waited(root, tmp_path):
+    # The first session: the server's shim takes the install lock first, the SessionStart hook
+    # waits for it, and the session must still hear that an install happened.
+    data = tmp_path / "data"
+    write(root, "scripts/invariants.py", "import os\nprint(os.environ.get('VAULT_INDEX_SETUP_NOTE', 'no note'))\n")
+    runs: list[subprocess.CompletedProcess] = []
+    with plugin_run.InstallLock(data / plugin_run.LOCK_NAME):
+        hook = threading.Thread(target=lambda: runs.append(launch(root, data, "invariants", "--hook", stdin="{}")))
+        hook.start()
+        _wait_for_a_blocked_lock()
+        python = plugin_run.venv_python(data / "venv")
+        python.parent.mkdir(parents=True)
+        python.symlink_to(sys.executable)
+        (data / plugin_run.STAMP_NAME).write_text(json.dumps(plugin_run.wanted_stamp(root)))
+    hook.join(60)
+    [run] = runs
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"vault-index installed its environment in {data / 'venv'}"
