@@ -56,6 +56,7 @@ _NOCTTY = getattr(os, "O_NOCTTY", 0)
 _WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
 # ELOOP on Linux and macOS, EMLINK on FreeBSD: "the last part is a symlink" under O_NOFOLLOW.
 _LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
+_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 
 
 def open_note(root: Path, real: Path) -> int:
@@ -98,27 +99,15 @@ def read_note(root: Path, real: Path, max_bytes: int) -> tuple[bytes | None, os.
         info = os.fstat(fd)
         if info.st_size > max_bytes:
             return None, info
-        chunks, total = [], 0
-        while total <= max_bytes:
-            chunk = os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        return (None if total > max_bytes else b"".join(chunks)), info
+        return _read_bounded(fd, max_bytes), info
     finally:
         os.close(fd)
 
 
 def _open_by_walk(base: Path, parts: tuple[str, ...]) -> int:
     """Open base/parts[0]/.../parts[-1], each step relative to the last and following no link."""
-    folder_flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
-    fd = os.open(base, folder_flags)
+    fd = _walk_folders(os.open(base, _DIR_FLAGS), parts[:-1])
     try:
-        for part in parts[:-1]:
-            child = os.open(part, folder_flags, dir_fd=fd)
-            os.close(fd)
-            fd = child
         # A device is not even opened (opening some has effects); the fstat after the open is
         # what counts, this only spares the open. O_NONBLOCK: a FIFO would wait for a writer.
         mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
@@ -127,6 +116,47 @@ def _open_by_walk(base: Path, parts: tuple[str, ...]) -> int:
         return os.open(parts[-1], os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _NOCTTY | _CLOEXEC, dir_fd=fd)
     finally:
         os.close(fd)
+
+
+def _walk_folders(fd: int, parts: Sequence[str], *, create: bool = False) -> int:
+    """From the open folder `fd` (taken over) down through `parts`, one O_NOFOLLOW|O_DIRECTORY step each.
+
+    The one folder walk of the read and the write side. Returns the last folder's descriptor (the
+    caller closes it); `create` makes missing folders (mode 0o777 less umask). An OSError names the
+    path walked so far in `filename`: ELOOP/EMLINK/ENOTDIR there mean a link or a non-folder.
+    """
+    try:
+        for index, part in enumerate(parts):
+            try:
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                exc.filename = "/".join(parts[: index + 1])
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_bounded(fd: int, max_bytes: int) -> bytes | None:
+    """Everything `fd` holds, or None when that is more than `max_bytes` (never reads past the cap)."""
+    chunks, total = [], 0
+    while total <= max_bytes:
+        chunk = os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return None if total > max_bytes else b"".join(chunks)
 
 
 def _open_by_name_checked(base: Path, parts: tuple[str, ...]) -> int:
@@ -195,7 +225,6 @@ LOCK_WAIT_S = 10.0
 LEASE_S = 30.0
 _POLL_FIRST_S = 0.002
 _POLL_MAX_S = 0.05
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _TEMP_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
 MAX_WRITE_BYTES = 8_000_000  # a curated file larger than this is not a note we replace
@@ -242,29 +271,13 @@ def open_folder(root: Path, parts: Sequence[str], *, create: bool = False) -> in
 
     `create` makes missing folders (mode 0o777 less umask) on the way.
     """
-    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        for index, part in enumerate(parts):
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                with suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=fd)
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    shown = "/".join(parts[: index + 1])
-                    raise UnsafePathError(f"{shown} is a symlink or not a folder; writes never pass through "
-                                          "links (replace the link by a real folder)") from exc
-                raise
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
+        return _walk_folders(os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC), parts, create=create)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise UnsafePathError(f"{exc.filename} is a symlink or not a folder; writes never pass through "
+                                  "links (replace the link by a real folder)") from exc
         raise
-    return fd
 
 
 def make_dirs(root: Path, parts: Sequence[str]) -> None:
@@ -300,13 +313,10 @@ def read_current(dir_fd: int, name: str, shown: str = "") -> tuple[bytes | None,
                                   "the vault, so it is refused (copy the file to break the link)")
         if info.st_size > MAX_WRITE_BYTES:
             raise UnsafePathError(f"{shown} is {info.st_size:,} bytes, over the {MAX_WRITE_BYTES:,} byte limit")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_WRITE_BYTES:
-                raise UnsafePathError(f"{shown} grew past the {MAX_WRITE_BYTES:,} byte limit while being read")
-        return b"".join(chunks), info
+        data = _read_bounded(fd, MAX_WRITE_BYTES)
+        if data is None:
+            raise UnsafePathError(f"{shown} grew past the {MAX_WRITE_BYTES:,} byte limit while being read")
+        return data, info
     finally:
         os.close(fd)
 
