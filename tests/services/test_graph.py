@@ -214,6 +214,7 @@ def test_import_reference_jsonl_gives_every_fact_the_source(memfile, notes, tmp_
         ('{"type": "entity", "entityType": "person", "observations": []}', GraphInputError, "'name' is missing"),
         ('{"type": "entity", "name": "Z", "entityType": "p", "observations": "x"}', GraphFileError, "must be a list"),
         ('["a list"]', GraphFileError, "type 'entity' or 'relation'"),
+        ("[" * 100_000 + "]" * 100_000, GraphFileError, "nested too deeply"),
     ],
 )
 def test_import_names_the_bad_line_and_writes_nothing(memfile, notes, tmp_path, bad_line, error, words):

@@ -258,6 +258,9 @@ def import_reference(path: str | Path, jsonl_path: str | Path, source: str | Pat
             item = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise GraphFileError(f"{where}: not valid JSON ({exc.msg}); fix that line and import again") from exc
+        except RecursionError:  # thousands of nested [ or { (as in _parse_line)
+            raise GraphFileError(f"{where}: nested too deeply to read; an entity or relation is one flat "
+                                 "JSON object") from None
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "entity":
             notes = item.get("observations", [])
