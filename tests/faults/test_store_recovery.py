@@ -283,3 +283,13 @@ def test_over_mcp_a_damaged_index_is_said_and_a_read_only_one_refuses_index_path
     assert [h["path"] for h in searched.structured_content["hits"]] == [str(vault / "bike.md")]
     text = "\n".join(getattr(c, "text", "") for c in refused.content)
     assert refused.is_error and f"the index at {db} is read-only" in text and "VAULT_INDEX_DB" in text, text
+
+
+def test_a_rebuild_keeps_the_names_given_with_index_name(tmp_path, vault):
+    db = tmp_path / "idx" / "index.db"
+    env = cli_env(db)
+    assert _cli(env, "index", str(vault), "--name", "garden-notes", "-s").returncode == 0
+    _garbage(db)  # the names can only come back from the sources file
+    done = _cli(env, "sources", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [(s["name"], s["path"]) for s in json.loads(done.stdout)] == [("garden-notes", str(vault))]

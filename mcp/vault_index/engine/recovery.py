@@ -122,32 +122,48 @@ def sources_file(db_path: Path) -> Path:
     return Path(str(db_path) + SOURCES_SUFFIX)
 
 
-def save_sources(db_path: Path, sources: list[str]) -> None:
-    """Best effort: a folder that cannot be written keeps the last list (the index says why)."""
-    _write_atomic(sources_file(db_path), json.dumps({"sources": sorted(sources)}, indent=1, ensure_ascii=False))
+def save_sources(db_path: Path, sources: dict[str, str | None]) -> None:
+    """Best effort: a folder that cannot be written keeps the last list (the index says why).
+
+    `sources` maps each registered path to its name (ADR 0012), so a rebuild keeps `--name`s."""
+    paths = sorted(sources)
+    names = {p: sources[p] for p in paths if sources[p]}
+    _write_atomic(sources_file(db_path), json.dumps({"sources": paths, "names": names}, indent=1, ensure_ascii=False))
 
 
-def load_sources(db_path: Path) -> list[str]:
+def load_sources(db_path: Path) -> dict[str, str | None]:
+    """path -> name (None where the file, or an older one that listed paths only, names none)."""
     try:
         data = json.loads(sources_file(db_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        return {}
     found = data.get("sources") if isinstance(data, dict) else None
-    return [s for s in found if isinstance(s, str) and s] if isinstance(found, list) else []
+    names = data.get("names") if isinstance(data, dict) else None
+    names = names if isinstance(names, dict) else {}
+    if not isinstance(found, list):
+        return {}
+    return {s: (names.get(s) if isinstance(names.get(s), str) else None)
+            for s in found if isinstance(s, str) and s}
 
 
-def recoverable_sources(db_path: Path) -> list[str]:
-    """The sources file's list, plus what the damaged index itself still yields."""
-    found = dict.fromkeys(load_sources(db_path))
+def recoverable_sources(db_path: Path) -> dict[str, str | None]:
+    """The sources file's paths and names, plus what the damaged index itself still yields."""
+    found = load_sources(db_path)
     try:
         old = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True, timeout=1)
         try:
-            found.update(dict.fromkeys(p for (p,) in old.execute("SELECT path FROM sources") if isinstance(p, str)))
+            try:
+                rows = list(old.execute("SELECT path, name FROM sources"))
+            except sqlite3.OperationalError:  # an index from before source names (m004)
+                rows = [(p, None) for (p,) in old.execute("SELECT path FROM sources")]
+            for path, name in rows:
+                if isinstance(path, str):
+                    found[path] = found.get(path) or (name if isinstance(name, str) else None)
         finally:
             old.close()
     except sqlite3.Error:
         pass  # too damaged to read: the sources file is what we have
-    return list(found)
+    return found
 
 
 REBUILD_LOCK_WAIT_S = 60.0  # a rebuild moves three files and creates an empty index: well under a second
@@ -233,8 +249,13 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
             db = open_fresh()
             with db:
                 db.execute("BEGIN IMMEDIATE")
-                db.executemany("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)",
-                               [(source, time.time()) for source in sources])
+                taken: set[str] = set()
+                for source, name in sorted(sources.items()):
+                    # a name is kept when it is still valid and unique; fill_missing names the rest
+                    keep = name if name and source_names.SOURCE_NAME.fullmatch(name) and name not in taken else None
+                    taken.add(keep or "")
+                    db.execute("INSERT OR IGNORE INTO sources(path, added_at, name) VALUES (?, ?, ?)",
+                               (source, time.time(), keep))
                 source_names.fill_missing(db)
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
                     "from": str(moved_to), "at": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -187,7 +187,7 @@ class Store:
                 ) from exc
         self.db = self._connect()
         if not self.read_only and not recovery.sources_file(self.path).exists():
-            recovery.save_sources(self.path, [p for _, p in self.sources()])
+            recovery.save_sources(self.path, dict(self.db.execute("SELECT path, name FROM sources")))
 
     def _connect(self) -> sqlite3.Connection:
         """Open read-write, check, and fall back as the failure says (damaged, read-only, neither)."""
@@ -340,7 +340,7 @@ class Store:
                 db.execute("INSERT INTO sources(path, added_at, name) VALUES (?, ?, ?)",
                            (path, time.time(), name or unique_name(default_name(path), taken)))
             # under the write lock, so concurrent writers leave the file with the last committed list
-            recovery.save_sources(self.path, [p for (p,) in db.execute("SELECT path FROM sources ORDER BY path")])
+            recovery.save_sources(self.path, dict(db.execute("SELECT path, name FROM sources")))
         return self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
 
     def remove_source(self, path: str) -> int:
@@ -357,7 +357,7 @@ class Store:
                 self._delete_file(db, file_path)
                 link_index.forget_note(db, file_path)
             db.execute("DELETE FROM sources WHERE id = ?", row)
-            recovery.save_sources(self.path, [p for (p,) in db.execute("SELECT path FROM sources ORDER BY path")])
+            recovery.save_sources(self.path, dict(db.execute("SELECT path, name FROM sources")))
             db.execute(
                 "DELETE FROM problems WHERE path = ? OR path LIKE ? ESCAPE '\\'", (path, _like_prefix(path))
             )
