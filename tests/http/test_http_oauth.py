@@ -300,3 +300,23 @@ def test_revocation_endpoint_and_access_expiry(server):
     fresh = tokens_for(s)
     s.clock.offset = 901  # the access token lives 15 minutes
     assert mcp_status(s, fresh["access_token"]) == 401
+
+
+def test_a_restart_keeps_rotated_and_revoked_refresh_tokens_dead(server, open_app, tmp_path):
+    s = server
+    rotated, revoked = tokens_for(s), tokens_for(s)
+    form = {"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"], "client_id": rotated["client_id"]}
+    assert s.http.post("/token", data=form).status_code == 200
+    answer = s.http.post("/revoke", data={"token": revoked["refresh_token"], "client_id": revoked["client_id"],
+                                          "client_secret": ""})
+    assert answer.status_code == 200
+    config = HttpConfig(port=free_port(), credentials=s.store.folder, rate_per_s=0)
+    with ThreadServer(open_app(None), config, vault_root=s.root, memory_file=tmp_path / "mem2.jsonl") as again, \
+            httpx.Client(base_url=again.base, timeout=30) as http:
+        again.http = http
+        for tokens in (rotated, revoked):
+            reused = http.post("/token", data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+                                               "client_id": tokens["client_id"]})
+            assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant", reused.text
+        fresh = tokens_for(s)  # the first server still grants; its new tokens work on the second
+        assert mcp_status(again, fresh["access_token"]) == 200

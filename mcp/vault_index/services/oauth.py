@@ -16,8 +16,9 @@ we can decide:
 Tokens are self-contained and signed (HMAC-SHA256) with a key derived from this server's key and
 the approving token's stored hash: they survive a restart, and revoking or rotating that token
 (`vault-index token rotate ID`) invalidates every OAuth token it granted, with no list to clean.
-Codes, pending consents and used refresh tokens live in memory: a restart drops them, which only
-asks the owner to approve again.
+Codes and pending consents live in memory: a restart drops them, which only asks the owner to
+approve again. Used refresh tokens and revoked tokens are written to oauth-used.json beside the
+key: a restart must not make a rotated refresh token (30 days) or a revoked one work again.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ MAX_USED = 10_000  # used refresh / revoked access ids kept before the expired o
 MAX_CLIENTS = 200  # dynamic registration is open to anyone who reaches the server: bounded
 KEY_FILE = "oauth.key"
 CLIENTS_FILE = "oauth-clients.json"
+USED_FILE = "oauth-used.json"  # jti -> expiry of used refresh and revoked tokens
 TOKEN_MARK = "vio"  # "vio.<kind>.<payload>.<signature>": tells OAuth tokens from bearer tokens
 ALLOWED_HOSTS = ("claude.ai", "claude.com")
 LOOPBACK_NAMES = ("localhost",)
@@ -132,9 +134,9 @@ class OwnerOAuth:
         self._lock = threading.Lock()
         self._pending: dict[str, Pending] = {}
         self._codes: dict[str, OwnerCode] = {}
-        self._used: dict[str, float] = {}  # refresh jti -> expiry, and revoked access jti
         self._key = self._load_key()
         self._clients = self._load_clients()
+        self._used: dict[str, float] = self._load_used()  # refresh jti -> expiry, and revoked access jti
 
     # --- keys and clients (persisted beside the tokens) ------------------------------------------
 
@@ -156,6 +158,22 @@ class OwnerOAuth:
             return {c["client_id"]: OAuthClientInformationFull.model_validate(c) for c in data}
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return {}
+
+    def _load_used(self) -> dict[str, float]:
+        try:
+            data = json.loads((self.store.folder / USED_FILE).read_text())
+            now = self.clock()
+            return {str(jti): float(until) for jti, until in data.items() if float(until) >= now}
+        except (FileNotFoundError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def _mark_used(self, jti: str, until: float) -> None:
+        """Record a used or revoked token id, on disk before the caller answers (under self._lock)."""
+        if len(self._used) > MAX_USED:  # an expired token fails on its expiry anyway
+            now = self.clock()
+            self._used = {j: u for j, u in self._used.items() if u >= now}
+        self._used[jti] = until
+        write_private(self.store.folder, USED_FILE, json.dumps(self._used, separators=(",", ":")).encode())
 
     def _save_clients(self) -> None:
         data = [c.model_dump(mode="json", exclude_none=True) for c in self._clients.values()]
@@ -262,10 +280,7 @@ class OwnerOAuth:
         with self._lock:  # rotation: a refresh token works once
             if claims.jti in self._used:
                 raise TokenError("invalid_grant", "refresh token already used")
-            if len(self._used) > MAX_USED:  # an expired token fails on its expiry anyway
-                now = self.clock()
-                self._used = {jti: until for jti, until in self._used.items() if until >= now}
-            self._used[claims.jti] = claims.expires
+            self._mark_used(claims.jti, claims.expires)
         record = self._live(claims.token_id)
         if record is None:
             raise TokenError("invalid_grant", "the secret that approved this client was revoked")
@@ -283,7 +298,7 @@ class OwnerOAuth:
         claims = self.verify(token.token, "access") or self.verify(token.token, "refresh")
         if claims is not None:
             with self._lock:
-                self._used[claims.jti] = claims.expires
+                self._mark_used(claims.jti, claims.expires)
 
     # --- signing ---------------------------------------------------------------------------------
 
@@ -333,7 +348,7 @@ class OwnerOAuth:
         if claims.expires < self.clock():
             return None
         with self._lock:
-            if kind == "access" and claims.jti in self._used:
+            if claims.jti in self._used:  # a revoked token, or a refresh token already rotated
                 return None
         return claims
 
