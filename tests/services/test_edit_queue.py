@@ -6,12 +6,14 @@ model); the hook runs as Claude Code runs it, a separate process, so the socket 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import stat
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -116,6 +118,29 @@ def test_what_is_not_one_absolute_path_gets_no_answer(served):
                 answer = b""  # the server hung up on an oversized request: no answer either
             assert answer == b""
     assert listener.done == 0 and listener.paths.empty()
+
+
+def test_a_client_that_trickles_bytes_cannot_hold_the_listener(served):
+    vault, settings, _, listener = served
+    stop = threading.Event()
+
+    def trickle() -> None:  # one byte every 0.1 s, for up to 12 s, never a newline
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+            slow.connect(str(listener.path))
+            with contextlib.suppress(OSError):
+                for _ in range(120):
+                    if stop.wait(0.1):
+                        break
+                    slow.sendall(b"/")
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    time.sleep(0.3)  # the trickler is being read by the listener now
+    try:
+        assert hand_off(settings.db_path, str(vault / "bike.md"), timeout=4.0) == "queued"
+    finally:
+        stop.set()
+        thread.join()
 
 
 def test_with_no_server_hand_off_says_so_at_once(short_dir):

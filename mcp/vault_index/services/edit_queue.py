@@ -23,6 +23,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,10 +79,18 @@ def _same_user(conn: socket.socket) -> bool:
 
 
 def _read_request(conn: socket.socket) -> str | None:
-    """The one line a client sends, as an absolute path, or None when it is not one."""
-    conn.settimeout(READ_TIMEOUT_S)
+    """The one line a client sends, as an absolute path, or None when it is not one.
+
+    Trigger: the per-recv timeout let a client trickle a byte at a time hold the one listener
+    thread (and every hook's hand-off behind it) for minutes. Outcome: READ_TIMEOUT_S bounds the
+    whole request, not each read."""
+    deadline = time.monotonic() + READ_TIMEOUT_S
     data = b""
     while b"\n" not in data and len(data) <= MAX_REQUEST_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        conn.settimeout(left)
         part = conn.recv(MAX_REQUEST_BYTES + 1 - len(data))
         if not part:
             break
