@@ -114,7 +114,9 @@ def test_a_fifo_at_a_note_path_never_blocks_nor_holds_a_lock(project):
 
 @pytest.mark.parametrize("path", [".git/x.md", ".GIT/config.md", ".vault-index/x.md", ".Vault-Index/x.md",
                                   "secrets/x.md", "SeCrEtS/x.md", "notes/secrets/x.md", "notes/.hidden/x.md",
-                                  "notes/../.git/x.md", "notes/.x.md", "notes/x.txt"])
+                                  "notes/../.git/x.md", "notes/.x.md", "notes/x.txt",
+                                  # the read side's folding (NFKC, trailing dots and spaces): one rule for both
+                                  "Secrets./x.md", "secrets /x.md", "\uff53\uff45\uff43\uff52\uff45\uff54\uff53/x.md"])
 def test_writes_into_control_folders_are_refused_in_any_case(project, path):
     (project / ".git").mkdir()
     service = WriteService(Vault.open(project))

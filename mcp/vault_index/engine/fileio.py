@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
+from vault_index.engine.sources import folded_name
 from vault_index.errors import NotFoundError, OutsideSourcesError, UnsafePathError, WriteBusyError
 
 _READ_CHUNK = 1 << 16
@@ -210,7 +211,7 @@ except ImportError:  # Windows: no flock and no dir_fd; DocumentLock says so
     fcntl = None
 
 VERSION_CHARS = 16  # 64 bits of sha256: collisions between two versions of one note are not a concern
-CONTROL_PARTS = frozenset({".git", ".vault-index", "secrets"})  # compared case-folded
+CONTROL_PARTS = frozenset({".git", ".vault-index", "secrets"})  # compared folded (sources.folded_name)
 STATE_DIR = ".vault-index"
 LOCKS_DIR = (STATE_DIR, "locks")
 # A vault commits its config and hooks; locks and request ids are this machine's business.
@@ -238,8 +239,14 @@ def file_version(data: bytes | None) -> str | None:
 
 
 def part_problem(part: str, *, allow_hidden: bool = False) -> str | None:
-    """Why a path part may not be written through, or None. Case-folded: SECRETS is secrets."""
-    folded = part.casefold()
+    """Why a path part may not be written through, or None. Folded as the read side folds it:
+    `SECRETS`, `Secrets.`, `secrets ` and full-width letters are secrets.
+
+    Trigger: the write side only case-folded, so `Secrets./x.md` was written while the read side
+    (NFKC, casefold, trailing dots and spaces stripped) treats that folder as secrets.
+    Why: issue 8 asks for one rule on both sides. Outcome: the read side's folded_name here too.
+    """
+    folded = folded_name(part)
     if folded in CONTROL_PARTS:
         return f"{part}/ is a control folder (.git, .vault-index and secrets are never written)"
     if part.startswith(".") and not allow_hidden:
