@@ -25,18 +25,31 @@ from vault_index.engine.models import Models
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 
-RACE_SECONDS = 9.0  # per phase (threads, then processes): about 20 s in all, bounded by the clock
-JOIN_TIMEOUT_S = 60
-MIN_ATTEMPTS = 1000  # reads and re-indexes per phase; a loaded CI machine still does many more
+RACE_SECONDS = 9.0  # per phase (threads, then processes): the least time each phase races
+MIN_ATTEMPTS = 1000  # reads and re-indexes per phase, and swaps per phase
+# Trigger: a phase bounded only by RACE_SECONDS made 508 and 892 attempts at load 15 (2 cores
+# shared), and the count check failed with no leak found. Why: the must-show is a count
+# (thousands of attempts), not a time. Outcome: each worker races RACE_SECONDS and then on until
+# it has done its share of MIN_ATTEMPTS, up to MAX_RACE_SECONDS; swappers go on until the readers
+# are done.
+MAX_RACE_SECONDS = 150.0
+JOIN_TIMEOUT_S = MAX_RACE_SECONDS + 60
+READERS, SWAPPERS = 2, 4  # per phase
+
+
+def _share(workers: int) -> int:
+    return -(-MIN_ATTEMPTS // workers)
+
 
 SWAPPER = ("import sys; sys.path[:0] = sys.argv[1:3]; from test_symlink_race import swap_loop; "
-           "print(swap_loop(*sys.argv[3:7], float(sys.argv[7])))")
+           "print(swap_loop(*sys.argv[3:8], int(sys.argv[8])))")
 
 
-def swap_loop(kind: str, path: str, target: str, content: str, seconds: float) -> int:
-    """Swap `path` for a link to `target` and back, as fast as renames allow, for `seconds`."""
-    deadline, swaps, tmp = time.monotonic() + seconds, 0, path + ".swap"
-    while time.monotonic() < deadline:
+def swap_loop(kind: str, path: str, target: str, content: str, stop: str, share: int) -> int:
+    """Swap `path` for a link to `target` and back, as fast as renames allow, until the file
+    `stop` exists and `share` swaps are done (at most MAX_RACE_SECONDS)."""
+    cap, swaps, tmp = time.monotonic() + MAX_RACE_SECONDS, 0, path + ".swap"
+    while (swaps < share or not os.path.exists(stop)) and time.monotonic() < cap:
         try:
             if kind == "file":  # the note becomes a link out, then a real file again (each by rename)
                 os.symlink(target, tmp)
@@ -64,9 +77,10 @@ from vault_index.engine.models import Models
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 tmp, vault, marker, seconds = Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+share, cap = int(sys.argv[6]), float(sys.argv[7])
 app = App.open(make_settings(tmp), models=Models.fixed(None))
-seen, attempts, deadline = [], 0, time.monotonic() + seconds
-while time.monotonic() < deadline:
+seen, attempts, started = [], 0, time.monotonic()
+while (time.monotonic() < started + seconds or attempts < share) and time.monotonic() < started + cap:
     for rel in ("a/note.md", "b/note.md", "c/deep.md", "d/deep.md"):
         attempts += 1
         try:
@@ -98,16 +112,17 @@ def _setup(tmp_path: Path) -> tuple[Path, str, dict[str, tuple[str, Path, str]]]
     return vault, marker, {k: (kind, path, text, target) for k, (kind, path, text, target) in targets.items()}
 
 
-def _swap_in_thread(kind: str, path: Path, target: Path, content: str, seconds: float, counts: list) -> None:
-    counts.append(swap_loop(kind, str(path), str(target), content, seconds))
+def _swap_in_thread(kind: str, path: Path, target: Path, content: str, stop: Path, counts: list) -> None:
+    counts.append(swap_loop(kind, str(path), str(target), content, str(stop), _share(SWAPPERS)))
 
 
 def _reader(tmp_path: Path, vault: Path, marker: str, seconds: float, found: list, attempts: list,
             crashes: list, index: bool) -> None:
     app = App.open(make_settings(tmp_path), models=Models.fixed(None))
-    count, deadline = 0, time.monotonic() + seconds
+    count, started, share = 0, time.monotonic(), _share(READERS)
     try:
-        while time.monotonic() < deadline:
+        while ((time.monotonic() < started + seconds or count < share)
+               and time.monotonic() < started + MAX_RACE_SECONDS):
             for rel in ("a/note.md", "b/note.md", "c/deep.md", "d/deep.md"):
                 count += 1
                 try:
@@ -142,13 +157,19 @@ def test_symlink_swaps_never_serve_or_index_outside_bytes(tmp_path):
 
     # Phase 1: threads only (swappers and readers share this process).
     found, attempts, crashes, swaps = [], [], [], []
-    workers = [threading.Thread(target=_swap_in_thread, args=(kind, path, target, text, RACE_SECONDS, swaps))
-               for kind, path, text, target in targets.values()]
-    workers += [threading.Thread(target=_reader, args=(tmp_path, vault, marker, RACE_SECONDS, found, attempts,
-                                                       crashes, index)) for index in (False, True)]
+    stop = tmp_path / "stop-threads"
+    swappers = [threading.Thread(target=_swap_in_thread, args=(kind, path, target, text, stop, swaps))
+                for kind, path, text, target in targets.values()]
+    readers = [threading.Thread(target=_reader, args=(tmp_path, vault, marker, RACE_SECONDS, found, attempts,
+                                                      crashes, index)) for index in (False, True)]
+    assert (len(readers), len(swappers)) == (READERS, SWAPPERS)
+    workers = [*swappers, *readers]
     for worker in workers:
         worker.start()
-    for worker in workers:
+    for worker in readers:
+        worker.join(JOIN_TIMEOUT_S)
+    stop.touch()  # the readers are done: the swappers stop once they have done their share
+    for worker in swappers:
         worker.join(JOIN_TIMEOUT_S)
     assert not any(w.is_alive() for w in workers), "a racing thread did not finish"
     assert crashes == [], crashes[0] if crashes else ""
@@ -159,18 +180,22 @@ def test_symlink_swaps_never_serve_or_index_outside_bytes(tmp_path):
     # Phase 2: processes (swappers and a reader in their own interpreters) and a reader thread here.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "mcp"), os.environ.get("PYTHONPATH", "")])}
     here_dirs = [str(Path(__file__).parent), str(REPO / "tests")]
+    stop = tmp_path / "stop-processes"
     swappers = [subprocess.Popen([sys.executable, "-c", SWAPPER, *here_dirs, kind, str(path), str(target), text,
-                                  str(RACE_SECONDS)], stdout=subprocess.PIPE, text=True, env=env)
+                                  str(stop), str(_share(SWAPPERS))], stdout=subprocess.PIPE, text=True, env=env)
                 for kind, path, text, target in targets.values()]
     reader = subprocess.Popen([sys.executable, "-c", READER, str(REPO / "tests"), str(tmp_path), str(vault), marker,
-                               str(RACE_SECONDS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                               str(RACE_SECONDS), str(_share(READERS)), str(MAX_RACE_SECONDS)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     found, attempts, crashes = [], [], []
     here = threading.Thread(target=_reader, args=(tmp_path, vault, marker, RACE_SECONDS, found, attempts,
                                                    crashes, True))
     here.start()
     try:
-        process_swaps = sum(int(p.communicate(timeout=JOIN_TIMEOUT_S)[0].strip() or 0) for p in swappers)
         out, err = reader.communicate(timeout=JOIN_TIMEOUT_S)
+        here.join(JOIN_TIMEOUT_S)
+        stop.touch()
+        process_swaps = sum(int(p.communicate(timeout=JOIN_TIMEOUT_S)[0].strip() or 0) for p in swappers)
     finally:
         for process in [*swappers, reader]:
             if process.poll() is None:
