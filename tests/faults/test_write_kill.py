@@ -3,8 +3,9 @@
 The writer is a forked child (so a trial costs milliseconds, not an interpreter start) that loops
 replacing three notes with large, self-checking bodies. After each SIGKILL every note must be
 exactly the seed or exactly one of the bodies the writer composes, never a mix; no temp file may
-be visible as a note; the lock must be free at once for the next writer. After the trials one
-`App.index` sync must make the index hold every file's current bytes.
+be visible as a note; the lock must be free at once for the next writer. The writer re-indexes
+through its own App (so kills land in the re-index stage too) on an index built before the
+trials; after them one `App.index` sync must make that index hold every file's current bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import random
 import re
 import signal
 import time
+from pathlib import Path
 
 import pytest
-from helpers import FakeEmbedder
+from helpers import FakeEmbedder, make_settings
+from vault_index.engine.models import Models
 from vault_index.engine.sources import walk_notes
 from vault_index.services import frontmatter as fm
+from vault_index.services.app import App
 from vault_index.services.vault import Vault
 from vault_index.services.write import Caller, WriteRequest, WriteService
 
@@ -49,8 +53,10 @@ def whole(text: str) -> bool:
     return bool(match) and rest == body(int(match[1]), int(match[2]))
 
 
-def loop(root: str, trial: int) -> None:
-    service = WriteService(Vault.open(root), lock_wait=30.0)
+def loop(root: str, trial: int, index_dir: str, ready) -> None:
+    app = App.open(make_settings(Path(index_dir)), models=Models.fixed(FakeEmbedder()))
+    service = app.writer(Vault.open(root))
+    ready.set()  # the kill lands among writes and re-indexes, not in the App's start
     k = 0
     while True:
         note = NOTES[k % len(NOTES)]
@@ -68,14 +74,19 @@ def test_kill_minus_nine_never_leaves_a_partial_note_and_the_next_sync_matches(t
     service = WriteService(Vault.open(root))
     for note in NOTES:
         assert service.write(ME, WriteRequest("create", note, body="seed\n", frontmatter={"title": "T"})).ok
+    built = open_app(FakeEmbedder())
+    assert built.index([str(root)]).indexed == len(NOTES)
+    built.close()  # no connection carried across the forks
     context = multiprocessing.get_context("fork")
     rng = random.Random(7)
     changed = 0
     started = time.monotonic()
     for trial in range(TRIALS):
         before = {note: (root / note).read_bytes() for note in NOTES}
-        child = context.Process(target=loop, args=(str(root), trial), daemon=True)
+        ready = context.Event()
+        child = context.Process(target=loop, args=(str(root), trial, str(tmp_path), ready), daemon=True)
         child.start()
+        assert ready.wait(30), f"trial {trial}: the writer did not start"
         time.sleep(rng.uniform(0.005, 0.15))
         os.kill(child.pid, signal.SIGKILL)
         child.join(timeout=10)
@@ -100,11 +111,21 @@ def test_kill_minus_nine_never_leaves_a_partial_note_and_the_next_sync_matches(t
         view = service.read(ME, note)
         assert service.write(ME, WriteRequest("replace", note, body=body(TRIALS, 0), base_version=view.version)).ok
     assert [p.name for p in (root / "notes").iterdir() if p.name.endswith(".tmp")] == []
-    app = open_app(FakeEmbedder())
-    app.index([str(root)])
+    app = open_app(FakeEmbedder())  # the index the killed writers re-indexed into
+    assert app.store.db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    real = {note: (root / note).resolve() for note in NOTES}
+    stale = [n for n in NOTES if app.store.file_state(str(real[n])).hash != _sha(real[n])]
+    assert stale == list(NOTES)  # the last writes above skipped the re-index: the sync has work to do
+    app.index(None)  # the next sync of the registered source
     for note in NOTES:
-        real = (root / note).resolve()
-        state = app.store.file_state(str(real))
-        assert state is not None and state.hash == hashlib.sha256(real.read_bytes()).hexdigest()
+        state = app.store.file_state(str(real[note]))
+        assert state is not None and state.hash == _sha(real[note])
+        text = "".join(t for (t,) in app.store.db.execute("SELECT text FROM chunks WHERE file_id = ? ORDER BY "
+                                                           "ordinal", (state.id,)))
+        assert f"trial {TRIALS} write 0" in text and "seed" not in text
     print(f"\nkill -9: {TRIALS} trials in {elapsed:.1f} s, {changed} note changes seen, "
           f"{len(left_by_kills)} hidden temp files left by kills (swept by the next write)")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
