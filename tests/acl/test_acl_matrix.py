@@ -199,6 +199,8 @@ def test_read_tools_show_only_granted_collections_before_the_limit(app, vault, t
         assert denied(sources) == ("*" not in GRANTS[role][0]), role
         for hit in hits:
             assert "decay" in hit  # decay inline on every hit
+        for hit in recall.structured_content["notes"]:  # and on recall's notes (each has ttl_days)
+            assert hit["decay"]["state"] in ("fresh", "aging", "stale"), hit
 
 
 def test_denied_and_missing_answer_alike(app, vault, tmp_path):
