@@ -26,6 +26,7 @@ pytestmark = pytest.mark.faults
 
 ME = Caller("Me <me@example.org>", "owner", "holes-test")
 SECTIONS = {"context": "c", "options": "o", "decision": "d"}
+HANG_S = 30  # a hang guard, not a speed claim
 
 
 @pytest.fixture
@@ -41,6 +42,27 @@ def outside(tmp_path) -> Path:
     folder.mkdir()
     (folder / "victim.md").write_text("precious, not the project's\n")
     return folder
+
+
+def bounded(fn, *args, **kwargs):
+    """fn(*args, **kwargs) on a daemon thread: a call still running after HANG_S fails the test
+    instead of hanging the suite (the old writer opened a FIFO and waited for a writer for ever)."""
+    done, raised = [], []
+
+    def run() -> None:
+        try:
+            done.append(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, on the test's thread
+            raised.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(HANG_S)
+    if worker.is_alive():
+        pytest.fail(f"{getattr(fn, '__qualname__', fn)} still blocked after {HANG_S} s")
+    if raised:
+        raise raised[0]
+    return done[0]
 
 
 def untouched(outside: Path) -> bool:
@@ -100,14 +122,14 @@ def test_a_fifo_at_a_note_path_never_blocks_nor_holds_a_lock(project):
     os.mkfifo(fifo)
     service = WriteService(Vault.open(project), lock_wait=0.5)
     started = time.monotonic()
-    outcome = lessons.add_outcome(fifo, "Do X", "c", "d", writer=service, caller=ME)
+    outcome = bounded(lessons.add_outcome, fifo, "Do X", "c", "d", writer=service, caller=ME)
     assert outcome.status == "refused" and "FIFO" in outcome.message
-    note = service.write(ME, WriteRequest("create", "docs/pipe.md", body="b", frontmatter={"title": "t"}))
+    note = bounded(service.write, ME, WriteRequest("create", "docs/pipe.md", body="b", frontmatter={"title": "t"}))
     assert note.status == "written"
     os.mkfifo(project / "docs" / "other.md")
-    refused = service.write(ME, WriteRequest("replace", "docs/other.md", body="b", base_version="0" * 16))
+    refused = bounded(service.write, ME, WriteRequest("replace", "docs/other.md", body="b", base_version="0" * 16))
     assert refused.status == "refused" and "FIFO" in refused.message
-    again = lessons.add_outcome(fifo, "Do Y", "c", "d", writer=service, caller=ME)  # its lock was released
+    again = bounded(lessons.add_outcome, fifo, "Do Y", "c", "d", writer=service, caller=ME)  # its lock was released
     assert again.status == "refused"
     assert time.monotonic() - started < 5
 
@@ -233,7 +255,7 @@ def test_the_graph_store_refuses_a_fifo_or_a_hardlink_without_blocking(tmp_path,
     started = time.monotonic()
     for store, words in ((fifo, "FIFO"), (hard, "hard links")):
         with pytest.raises(GraphFileError, match=words):
-            graph.create(store, entities=[{"name": "X", "entityType": "t", "source": str(note)}])
+            bounded(graph.create, store, entities=[{"name": "X", "entityType": "t", "source": str(note)}])
     assert time.monotonic() - started < 5
     assert untouched(outside)
 
