@@ -213,7 +213,9 @@ def install() -> None:
         install_cmd = [uv, "pip", "install", "--python", PY]
     else:
         install_cmd = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    print(f"setup: installing with {'uv' if uv else 'pip'}")
+    print(f"setup: installing with {'uv' if uv else 'pip'}"
+          + ("" if uv else " (a first run downloads about 500 MB and takes from one to ten minutes; "
+                           "pip prints nothing until it is done)"), flush=True)
     run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
 
 

@@ -169,6 +169,21 @@ def _listed_tools(command: list[str], env: dict, cwd: Path, timeout: float, errl
     return anyio.run(ask)
 
 
+def _slow_launch_fix() -> str:
+    """What to do after a launch timed out: a server that is only slow shows no error by hand.
+
+    Trigger: at a load of 15 on 2 cores, setup's check timed out on a healthy server and told the
+    user to look for an error that was not there. Outcome: the load is named beside both causes.
+    """
+    try:
+        load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    except (OSError, AttributeError):  # no load average on this platform
+        return "a busy machine can be this slow: run the check again; else run the command by hand to see its error"
+    busy = "a busy machine can be this slow" if load > cores else "the machine is not busy"
+    return (f"load average {load:.1f} on {cores} cores ({busy}): run the check again; if it times out "
+            "again, run the command by hand to see its error")
+
+
 def check_mcp_launch(ctx: Context, timeout: float = LAUNCH_TIMEOUT_S) -> Result:
     """Start the server exactly as declared and ask it for its tools over stdio (MCP SDK client)."""
     import tempfile
@@ -184,20 +199,20 @@ def check_mcp_launch(ctx: Context, timeout: float = LAUNCH_TIMEOUT_S) -> Result:
         return Result("mcp-launch", "fail", f"cannot start {command[0] if command else '(empty command)'}: "
                       "not found", "fix mcp-config first")
     tools: list[str] | None = None
-    why = "it exited"
+    why, fix = "it exited", "run the command by hand to see its error"
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errlog:
         try:
             tools = _listed_tools(command, env, ctx.project, timeout, errlog)
         except TimeoutError:
             why = f"no tools/list answer within {timeout:.0f} s"
+            fix = _slow_launch_fix()
         except Exception as exc:  # noqa: BLE001 - any failure to talk MCP is this check's finding
             why = f"it exited or broke the protocol ({type(exc).__name__})"
         errlog.seek(0)
         stderr = errlog.read()
     if tools is None:
         tail = " ".join(stderr.strip().splitlines()[-2:])[-240:]
-        return Result("mcp-launch", "fail", f"{shlex.join(command[:3])}: {why}" + (f" ({tail})" if tail else ""),
-                      "run the command by hand to see its error")
+        return Result("mcp-launch", "fail", f"{shlex.join(command[:3])}: {why}" + (f" ({tail})" if tail else ""), fix)
     missing = [t for t in EXPECTED_TOOLS if t not in tools]
     if missing:
         return Result("mcp-launch", "fail", f"server answered without {', '.join(missing)} ({len(tools)} tools)",

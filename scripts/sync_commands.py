@@ -4,7 +4,7 @@
     sync_commands.py          write .claude/commands/<name>.md from mcp/vault_index/surfaces/commands/
     sync_commands.py --check  exit 1 and name each file that differs; change nothing
 
-The package copy is the one source: it ships with `uvx vault-index` (where the MCP prompts read
+The package copy is the one source: it ships with `uvx --from <clone> vault-index` (where the MCP prompts read
 it) and Claude Code reads the copy in .claude/commands/ (project and plugin). Edit the package
 file, then run this script; tests/surfaces/test_prompts_resources.py fails while the two differ.
 """

@@ -125,6 +125,8 @@ def _added_server(first_hour, other: Path) -> list[str]:
 
 def test_setup_keeps_the_example_vault_out_and_another_project_never_sees_it(first_hour, tmp_path):
     assert "example vault is not indexed" in first_hour["setup"]
+    # the install step is the long wait: setup says how long before pip goes quiet
+    assert re.search(r"setup: installing with (uv|pip \(.*from one to ten minutes)", first_hour["setup"])
     other = tmp_path / "other-project"
     other.mkdir()
     command = _added_server(first_hour, other)

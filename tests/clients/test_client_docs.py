@@ -22,6 +22,10 @@ DOC = REPO / "docs" / "clients.md"
 TIMEOUT_S = 60
 TOP_KEYS = {"mcpServers", "servers", "context_servers"}  # Claude Desktop and Cursor, VS Code, Zed
 PLACEHOLDERS = ("/path/to/project", "${workspaceFolder}")
+CLONE = "/path/to/vault-index"  # where the user cloned this repository
+# `vault-index` on PyPI is another project's package (a different MCP server): a bare
+# `uvx vault-index` downloads and runs that, so every uvx line must name the clone with --from.
+UVX_FROM_CLONE = ["--from", CLONE, "vault-index"]
 
 
 def blocks() -> list[dict]:
@@ -45,11 +49,18 @@ def test_every_block_is_one_vault_index_entry_in_a_known_format():
         if "servers" in block:  # VS Code's format wants a type
             assert server["type"] in ("stdio", "http")
         if "command" in server:
-            assert server["command"] == "uvx" and server["args"][:2] == ["vault-index", "serve"]
+            assert server["command"] == "uvx" and server["args"][:4] == [*UVX_FROM_CLONE, "serve"]
         else:
             assert re.fullmatch(r"http://127\.0\.0\.1:8765/mcp", server["url"])
             assert server["headers"]["Authorization"].startswith("Bearer ")
     assert "serve --http 8765" in DOC.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("doc", [DOC, REPO / "README.md", REPO / "docs" / "getting-started.md"])
+def test_no_command_runs_the_unrelated_pypi_package(doc):
+    text = doc.read_text(encoding="utf-8")
+    bare = [line for line in text.splitlines() if re.search(r'^\s*uvx vault-index|"args": \["vault-index"', line)]
+    assert not bare, bare
 
 
 def test_the_doc_names_every_prompt_and_resource():
@@ -76,7 +87,7 @@ def test_each_stdio_block_starts_a_server_that_answers(index, tmp_path):
     server = stdio_entries()[index]
     project = tmp_path / "project"
     project.mkdir()
-    args = [str(project) if a in PLACEHOLDERS else a for a in server["args"][1:]]  # "vault-index" is CLI
+    args = [str(project) if a in PLACEHOLDERS else a for a in server["args"][len(UVX_FROM_CLONE):]]  # CLI
     env = {k: v for k, v in cli_env(tmp_path / "db" / "index.db").items() if k.startswith(("VAULT_", "HF_", "PYTHON"))}
     env.update(server.get("env", {}), VAULT_MEMORY_FILE=str(tmp_path / "memory.jsonl"))
     params = StdioServerParameters(command=CLI, args=args, env=env, cwd=str(tmp_path))

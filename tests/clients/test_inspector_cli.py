@@ -19,6 +19,9 @@ from vault_index.surfaces.prompts import ARGUMENT_NAMES
 from vault_index.surfaces.resources import GUIDE_URI, NOTE_TEMPLATE, note_uri
 
 TIMEOUT_S = 120  # npx-free start of node plus our server; generous against a hang, not a speed test
+# The inspector's own limit on the handshake is 15 s; at load 20-30 on 2 cores our server's first
+# answer took 13-17 s (the MCP SDK's import alone), and prompts/get failed as "unreachable".
+CONNECT_TIMEOUT_MS = (TIMEOUT_S - 20) * 1000
 LOCAL_INSTALL = REPO / ".ci-tools" / "node_modules" / ".bin" / "mcp-inspector"
 
 
@@ -54,7 +57,8 @@ def served(tmp_path_factory):
 
     def run(method: str, *options: str) -> tuple[int, dict]:
         env_options = [part for k, v in sorted(server_env.items()) for part in ("-e", f"{k}={v}")]
-        command = [inspector(), "--cli", CLI, *env_options, "--cwd", str(tmp), "--method", method, *options]
+        command = [inspector(), "--cli", CLI, *env_options, "--cwd", str(tmp),
+                   "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--method", method, *options]
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, env=node_env)
         text = done.stdout if done.returncode == 0 else done.stderr
         lines = [line for line in text.strip().splitlines() if line.startswith("{")] or ["{}"]
