@@ -39,7 +39,7 @@ def test_backlinks_and_links(indexed):
     out = cli(indexed, "links", str(vault / "home.md"), "--json")["results"]
     assert [(r["raw"], r["status"]) for r in out if r["status"] != "resolved"] == \
         [("nowhere", "unresolved"), ("notes", "ambiguous")]
-    assert len([r for r in out if r["status"] == "resolved"]) == 10  # code block and code span are not links
+    assert len([r for r in out if r["status"] == "resolved"]) == 11  # code block and code span are not links
     typed = cli(indexed, "links", "old-way.md", "--types", "superseded_by", "--json")["results"]
     assert [(r["kind"], r["target"]) for r in typed] == [("superseded_by", str(vault / "good-decision.md"))]
 
