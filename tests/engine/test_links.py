@@ -130,3 +130,48 @@ def test_rename_and_delete_reresolve(tmp_path, open_app):
     assert targets()[2] == ("glossary", "resolved", str(real / "ref/new/Glossary.md"))
     assert [b["path"] for b in app.store.links("backlinks", str(real / "ref/new/Glossary.md"))] == \
         [str(real / "index.md"), linker]
+
+
+# Where two steps of the rule would name different notes, the earlier step decides, and a step that
+# names several notes ends the search (it does not fall through to a step that would find one).
+PRECEDENCE_NOTES = {
+    "a/plan.md": "---\ntitle: Plan\n---\n# Plan\n",
+    "a/notes.md": "---\ntitle: Plan notes\n---\n# Plan notes\n",       # [[notes]] relative to a/plan.md
+    "z/summary.md": "---\ntitle: Summary\naliases: [notes]\n---\n# Summary\n",  # ... and by alias
+    "a/ref/guide.md": "---\ntitle: Near guide\n---\n# Near guide\n",   # [[ref/guide]] relative
+    "ref/guide.md": "---\ntitle: Root guide\n---\n# Root guide\n",     # ... and from the root
+    "x/one.md": "---\ntitle: Shared\n---\n# Shared\n",
+    "y/two.md": "---\ntitle: Shared\n---\n# Shared\n",
+    "w/shared.md": "---\ntitle: Other\n---\n# Other\n",                # the unique file name 'shared'
+    "c/Guide.md": "---\ntitle: Upper\n---\n# Upper\n",                 # two files, one name but for case
+    "c/guide.md": "---\ntitle: Lower\n---\n# Lower\n",
+}
+# (link as written from a/plan.md, status, target, rule)
+PRECEDENCE = [
+    ("[[notes]]", "resolved", "z/summary.md", "name"),           # name before relative and file
+    ("[[ref/guide]]", "resolved", "a/ref/guide.md", "relative"),  # relative before root
+    ("[[/ref/guide]]", "resolved", "ref/guide.md", "root"),       # a leading / skips relative
+    ("[[Shared]]", "ambiguous", None, "name"),                    # not on to the unique file name
+    ("[[c/guide]]", "ambiguous", None, "root"),                   # case-insensitive: both files
+]
+
+
+def test_earlier_steps_win_and_ambiguity_stops_the_search(tmp_path, open_app):
+    from vault_index.engine.parse import parse_note
+
+    parsed = {rel: parse_note(rel, text) for rel, text in PRECEDENCE_NOTES.items()}
+    lookup = L.memory_lookup((rel, L.note_names(rel, p.frontmatter, p.title)) for rel, p in parsed.items())
+    for written, status, target, rule in PRECEDENCE:
+        found = L.resolve(_first_link("a/plan.md", written).target, "a/plan.md", "", lookup)
+        assert (found.status, found.target, found.rule) == (status, target, rule), written
+    root = tmp_path / "v"
+    for rel, text in PRECEDENCE_NOTES.items():
+        write(root, rel, text + ("".join(f"{w}\n" for w, *_ in PRECEDENCE) if rel == "a/plan.md" else ""))
+    if len(list((root / "c").iterdir())) < 2:
+        pytest.skip("a case-insensitive file system cannot hold c/Guide.md beside c/guide.md")
+    app = open_app(FakeEmbedder())
+    app.index([str(root)])
+    real = root.resolve()
+    edges = app.store.links("outgoing", str(real / "a/plan.md"))
+    assert [(e["status"], e["target"]) for e in edges] == \
+        [(status, str(real / target) if target else None) for _w, status, target, _r in PRECEDENCE]

@@ -20,7 +20,7 @@ import anyio
 import httpx
 from helpers import CLI, cli_env, write
 
-START_TIMEOUT_S = 30
+START_TIMEOUT_S = 90  # a cold start imports the SDK: 4 s of CPU, over 30 s of wall time at load 15
 CALL_TIMEOUT_S = 60
 CONFIG = """\
 version: 1

@@ -15,6 +15,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "lint-vault"
 PLANTED = {
     ("bad-enum.md", 4, "invalid_frontmatter"),          # status: final (enum)
     ("log-without-date.md", 1, "invalid_frontmatter"),  # type log requires date (missing)
+    ("no-frontmatter.md", 1, "invalid_frontmatter"),    # no frontmatter at all: one finding per required field
     ("twin-1.md", 2, "duplicate_name"),                 # the title "Twin" ...
     ("twin-2.md", 2, "duplicate_name"),                 # ... and "twin"
     ("home.md", 15, "unresolved_link"),                 # [[nowhere]]
@@ -38,13 +39,15 @@ def test_fixture_vault_reports_exactly_the_planted_problems(tmp_path):
     code, out = lint(vault)
     found = {(i["path"], i["line"], i["check"]) for i in out["data"]["issues"]}
     assert found == PLANTED
-    assert len(out["data"]["issues"]) == len(PLANTED)
+    missing = sorted(i["message"] for i in out["data"]["issues"] if i["path"] == "no-frontmatter.md")
+    assert missing == [f"{field} is required (rule: required)" for field in ("created", "status", "title", "updated")]
+    assert len(out["data"]["issues"]) == len(PLANTED) + len(missing) - 1
     assert code == 1 and out["status"] == "failed"  # errors fail a lint run by default
 
 
 def test_exit_codes_errors_warnings_and_strict(tmp_path):
     vault = shutil.copytree(FIXTURE, tmp_path / "v")
-    for name in ("bad-enum.md", "log-without-date.md", "twin-2.md"):
+    for name in ("bad-enum.md", "log-without-date.md", "no-frontmatter.md", "twin-2.md"):
         (vault / name).unlink()  # no errors left, warnings and info remain
     code, out = lint(vault)
     assert code == 0 and {i["severity"] for i in out["data"]["issues"]} == {"warning", "info"}

@@ -172,3 +172,30 @@ def test_note_links_answers_each_direction_and_hides_unreadable_notes(vault, tmp
     as_reader = _call_all(build_server(app, tmp_path / "m.jsonl", reader, vault_root=vault), calls[2:3])
     paths = [r["path"] for r in as_reader[0].structured_content["data"]["results"]]
     assert paths and not any("/drafts/" in p for p in paths)  # the reader role cannot read drafts
+
+
+def test_note_links_never_names_or_walks_through_a_note_the_role_cannot_read(vault, tmp_path, open_app):
+    """research/a -> drafts/hub -> research/b: a reader (no drafts) must not see the hub's path, not
+    even as the `via` of b, and must not reach b through it; the editor sees both."""
+    app = open_app(None)
+    head = "---\ntitle: {t}\nstatus: canonical\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\n# {t}\n\n"
+    (vault / "research" / "a.md").write_text(head.format(t="Walk A") + "[[drafts/secret-hub]]\n")
+    (vault / "drafts" / "secret-hub.md").write_text(head.format(t="Secret hub") + "[[research/b]]\n")
+    (vault / "research" / "b.md").write_text(head.format(t="Walk B") + "nothing links from here\n")
+    app.index([str(vault)])
+    real = vault.resolve()
+    editor = lambda v, ctx: Caller("Ed <ed@example.org>", "editor", "test-agent")  # noqa: E731
+    reader = lambda v, ctx: Caller("Rea <r@example.org>", "reader", "test-agent")  # noqa: E731
+    calls = [("note_links", {"direction": "neighbors", "path": "research/a.md", "depth": 2}),
+             ("note_links", {"direction": "related", "path": "research/a.md"})]
+    as_editor = _call_all(build_server(app, tmp_path / "m.jsonl", editor, vault_root=vault), calls[:1])
+    seen = {r["path"]: r for r in as_editor[0].structured_content["data"]["results"]}
+    assert seen[str(real / "research/b.md")]["via"] == str(real / "drafts/secret-hub.md")
+    calls.append(("note_links", {"direction": "related", "query": "secret hub"}))  # the hub is the best hit
+    for answer in _call_all(build_server(app, tmp_path / "m.jsonl", reader, vault_root=vault), calls):
+        shown = json.dumps(answer.structured_content)
+        assert "secret-hub" not in shown, shown
+        b = [r for r in answer.structured_content["data"]["results"] if r["path"] == str(real / "research/b.md")]
+        assert not b or not any(w.startswith("links") for w in b[0]["why"]), shown  # linked only through the hub
+        ranks = [w for r in answer.structured_content["data"]["results"] for w in r["why"] if w.startswith("meaning")]
+        assert "meaning #1" in ranks or not ranks, shown  # no unseen note holds a place in the ranking

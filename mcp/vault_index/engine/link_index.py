@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from vault_index.engine import links as L
@@ -155,10 +155,12 @@ def outgoing(db: sqlite3.Connection, path: str) -> list[dict]:
 
 
 def neighbors(db: sqlite3.Connection, path: str, depth: int = 1, kinds: Iterable[str] | None = None,
-              limit: int = MAX_NEIGHBORS) -> list[dict]:
+              limit: int = MAX_NEIGHBORS, keep: Callable[[str], bool] | None = None) -> list[dict]:
     """Notes within `depth` links of `path`, either direction: {path, depth, kind, direction, via}.
 
-    Breadth first, so each note appears once, at its smallest depth.
+    Breadth first, so each note appears once, at its smallest depth. `keep` (a caller's read check)
+    leaves a note out and does not walk through it: a note reached only through one the caller may
+    not read is not its neighbour, and no `via` names a note it may not read.
     """
     depth = max(1, min(int(depth), MAX_DEPTH))
     where, args = _kind_filter(kinds)
@@ -177,6 +179,8 @@ def neighbors(db: sqlite3.Connection, path: str, depth: int = 1, kinds: Iterable
                 if other in seen:
                     continue
                 seen.add(other)
+                if keep is not None and not keep(other):
+                    continue
                 nxt.append(other)
                 found.append({"path": other, "depth": level, "kind": kind, "direction": direction, "via": via})
                 if len(found) >= limit:

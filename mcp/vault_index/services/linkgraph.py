@@ -56,8 +56,7 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
         results = [r for r in rows if (not kinds or r["kind"] in kinds)
                    and (r["target"] is None or can_read(Path(r["target"])))]
     elif direction == "neighbors":
-        rows = store.links("neighbors", note, depth=depth, kinds=kinds)
-        results = [r for r in rows if can_read(Path(r["path"]))]
+        results = store.links("neighbors", note, depth=depth, kinds=kinds, keep=lambda p: can_read(Path(p)))
     else:
         results = related(app, note, query, kinds, limit, can_read)
     return {"direction": direction, "note": note, "query": query, "results": results[:limit]}
@@ -76,11 +75,11 @@ def related(app, note: str | None, query: str | None, kinds: list[str], limit: i
         record = app.store.file_record(note) or {}
         text = record.get("title") or Path(note).stem.replace("-", " ")
     hits = app.search(text, limit=RELATED_SEARCH_LIMIT).hits
-    meaning: list[str] = list(dict.fromkeys(h.path for h in hits if h.path != note))
+    meaning: list[str] = [p for p in dict.fromkeys(h.path for h in hits) if p != note and can_read(Path(p))]
     seeds = [note] if note else meaning[:3]
     graph: list[str] = []
     for seed in seeds:
-        for row in app.store.links("neighbors", seed, depth=2, kinds=kinds):
+        for row in app.store.links("neighbors", seed, depth=2, kinds=kinds, keep=lambda p: can_read(Path(p))):
             if row["path"] != note and row["path"] not in graph:
                 graph.append(row["path"])
     scores: dict[str, float] = {}
