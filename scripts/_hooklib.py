@@ -16,10 +16,12 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _hookio import NOTE_SUFFIXES, ROOT, ensure_package, read_payload, run, text, warn  # noqa: E402, F401
+
 DEFAULT_THRESHOLD = 450_000
 HANDOFF_CONFIG = Path(".claude") / "handoff.json"
 HANDOFF_DIR = Path("docs") / "handoffs"
@@ -30,43 +32,12 @@ HANDOFF_DIR = Path("docs") / "handoffs"
 TAIL_BYTES = 4 * 1024 * 1024
 MAX_TAIL_BYTES = 64 * 1024 * 1024
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
-# The same set as vault_index.engine.sources.NOTE_SUFFIXES (a test keeps them equal): the
-# re-index hook skips other files before it imports the package.
-NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
 REQUEST_CHARS = 300
 # User lines that are not something the person asked: command plumbing, reminders, interrupts.
 _NOISE_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>", "<system-reminder>",
                    "[Request interrupted", "Caveat: The messages below")
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.S)
-
-
-def ensure_package() -> None:
-    """Make `import vault_index` work from a clone whose package is not installed."""
-    try:
-        import vault_index  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, str(ROOT / "mcp"))
-
-
-def read_payload() -> dict:
-    """The hook's JSON object; {} for empty, non-JSON, non-UTF-8 or non-object input."""
-    try:
-        stream = sys.stdin.buffer if sys.stdin is not None else None
-        raw = stream.read() if stream is not None else b""
-    except (OSError, ValueError):
-        return {}
-    try:
-        data = json.loads(raw.decode("utf-8", errors="replace")) if raw.strip() else {}
-    except (ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def text(mapping: object, key: str) -> str:
-    """mapping[key] when mapping is a dict and the value a string, else ""."""
-    value = mapping.get(key) if isinstance(mapping, dict) else None
-    return value if isinstance(value, str) else ""
 
 
 def project_dir(payload: dict) -> Path:
@@ -88,32 +59,6 @@ def content_dir(project: Path) -> Path:
 
 def emit(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
-
-
-def warn(message: str) -> None:
-    """One line on stderr (Claude Code shows hook stderr in verbose mode only)."""
-    name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "hook"
-    print(f"{name}: {' '.join(str(message).split())}", file=sys.stderr)
-
-
-def run(main: Callable[[], object]) -> None:
-    """Run a hook's main and exit 0 whatever happens: a hook must never break the session."""
-    try:
-        main()
-    except SystemExit:
-        pass
-    except BaseException as exc:  # noqa: BLE001 - the one place that turns every failure into a line
-        try:
-            warn(f"{type(exc).__name__}: {exc}")
-        except BaseException:  # noqa: BLE001 - stderr gone too
-            pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001 - a closed pipe must not turn into exit 120
-            pass
-    # os._exit: interpreter shutdown would flush a broken stdout again and exit non-zero.
-    os._exit(0)
 
 
 def read_threshold(project: Path) -> int:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _hooklib as hooks  # noqa: E402 - the scripts folder is not a package
+import _hookio as hooks  # noqa: E402 - the scripts folder is not a package
 
 # Trigger: the hook runs after every edit, while Claude Code waits for it.
 # Why: SQLite's 30 s busy wait held the session for the length of someone else's sync.
@@ -38,15 +37,16 @@ def tool_failed(response: object) -> bool:
     return response.get("success") is False or bool(response.get("error")) or response.get("is_error") is True
 
 
-def target_path(payload: dict) -> Path | None:
+def target_path(payload: dict) -> str | None:
+    """The edited file as an absolute path (a string: pathlib is not imported on the hand-off path)."""
     tool_input = payload.get("tool_input")
     raw = hooks.text(tool_input, "file_path") or hooks.text(tool_input, "notebook_path")
     if not raw or "\x00" in raw:
         return None
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
+    path = os.path.expanduser(raw)
+    if not os.path.isabs(path):
         base = hooks.text(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        path = Path(base) / path
+        path = os.path.join(base, path)
     return path
 
 
@@ -55,25 +55,28 @@ def main() -> None:
     path = target_path(payload)
     if path is None or tool_failed(payload.get("tool_response")):
         return
-    if path.suffix.lower() not in hooks.NOTE_SUFFIXES:
+    if os.path.splitext(path)[1].lower() not in hooks.NOTE_SUFFIXES:
         return
     hooks.ensure_package()
-    from vault_index.config import Settings  # stdlib-only module: cheap
+    # Trigger: with a server running, this is all an edit costs; it ran at 3x `python -c pass`
+    # under load when it imported config (dataclasses, pathlib, hashlib) and the server's side.
+    # Outcome: two modules that import os and socket only (locations, edit_client; issue 13).
+    from vault_index.locations import default_db_path
+    from vault_index.services.edit_client import hand_off
 
-    settings = Settings.from_env()
-    if not settings.db_path.exists():
+    db_path = default_db_path()
+    if not os.path.exists(db_path):
         return  # nothing indexed yet, so nothing to keep fresh
-    from vault_index.services.edit_queue import hand_off  # stdlib-only module: cheap
-
-    if hand_off(settings.db_path, str(path)) is not None:
+    if hand_off(db_path, path) is not None:
         return  # a running server re-indexes it with its loaded model (ADR 0010)
+    from vault_index.config import Settings
     from vault_index.errors import IndexBusyError
     from vault_index.services.app import App
 
     try:
-        app = App.open(settings, busy_timeout=HOOK_BUSY_TIMEOUT_S)
+        app = App.open(Settings.from_env(), busy_timeout=HOOK_BUSY_TIMEOUT_S)
         try:
-            app.reindex_file(str(path))
+            app.reindex_file(path)
         finally:
             app.close()
     except IndexBusyError:

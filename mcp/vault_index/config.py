@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_HOME = Path.home() / ".mcp-memory"  # VAULT_INDEX_HOME moves the whole folder
+from vault_index import locations
+
+DEFAULT_HOME = Path.home() / locations.HOME_FOLDER  # VAULT_INDEX_HOME moves the whole folder
 DEFAULT_DB = DEFAULT_HOME / "vault-index.db"  # the personal index (the only one before projects existed)
-DB_NAME = "vault-index.db"
-PROJECTS_FOLDER = "projects"  # <home>/projects/<name>-<hash>/vault-index.db, one per project folder
+DB_NAME = locations.DB_NAME
+PROJECTS_FOLDER = locations.PROJECTS_FOLDER  # <home>/projects/<name>-<hash>/vault-index.db
 PERSONAL_FOLDER = "personal"  # user content written from the tool's own checkout (docs/lessons.md, ...)
 DEMO_FOLDER = "demo"  # the example vault's own index (`vault-index demo`, `setup.py --demo`)
-PROJECT_HASH_CHARS = 8
+PROJECT_HASH_CHARS = locations.PROJECT_HASH_CHARS
 DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"  # the memory graph (JSONL)
 DEFAULT_EMBED_MODEL = "auto"  # bge-small when it can be had, else the shipped MiniLM
 DEFAULT_RERANK_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
@@ -66,7 +66,7 @@ def project_dir(fallback: str | Path | None = None) -> Path:
 
 def index_home() -> Path:
     """The folder of derived state (indexes, graph, personal content): VAULT_INDEX_HOME or ~/.mcp-memory."""
-    return Path(os.environ.get("VAULT_INDEX_HOME") or DEFAULT_HOME).expanduser()
+    return Path(locations.index_home())
 
 
 def known_project() -> Path | None:
@@ -76,20 +76,18 @@ def known_project() -> Path | None:
     Why: a question in one project answered from another project's (or the demo's) notes.
     Outcome: only a named project gets its own index; with none named the personal index answers.
     """
-    raw = os.environ.get("VAULT_PROJECT") or os.environ.get("CLAUDE_PROJECT_DIR")
-    return Path(raw).expanduser().resolve() if raw else None
+    found = locations.known_project()
+    return Path(found) if found is not None else None
 
 
 def is_tool_checkout(folder: Path) -> bool:
-    """True when `folder` is a clone of vault-index itself: its content is the tool's, not the user's."""
-    return (folder / "mcp" / "vault_index" / "__init__.py").is_file() and (folder / "setup.py").is_file()
+    """True when `folder` is a clone of vault-index: its content is the tool's, not the user's."""
+    return locations.is_tool_checkout(str(folder))
 
 
 def project_slug(project: Path) -> str:
     """`<name>-<hash>`: readable, and two folders of the same name never share an index."""
-    resolved = str(Path(project).expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-.")[:40] or "root"
-    return f"{name}-{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:PROJECT_HASH_CHARS]}"
+    return locations.project_slug(str(project))
 
 
 def project_home(project: Path) -> Path:
@@ -101,18 +99,9 @@ def demo_db_path() -> Path:
 
 
 def default_db_path() -> Path:
-    """VAULT_INDEX_DB; else the named project's own index; else the personal index.
-
-    A clone of vault-index counts as no project: setup.py there fills the personal index, which
-    the terminal (run from anywhere) and `claude mcp add` elsewhere then share with it.
-    """
-    raw = os.environ.get("VAULT_INDEX_DB")
-    if raw:
-        return Path(raw).expanduser()
-    project = known_project()
-    if project is None or is_tool_checkout(project):
-        return index_home() / DB_NAME
-    return project_home(project) / DB_NAME
+    """VAULT_INDEX_DB; else the named project's own index; else the personal index
+    (locations.default_db_path, which the edit hook calls before importing this module)."""
+    return Path(locations.default_db_path())
 
 
 def content_dir(project: Path | None = None) -> Path:

@@ -189,3 +189,31 @@ def test_the_hook_process_hands_off_and_returns(served):
     assert done.returncode == 0 and not done.stderr, done.stderr
     assert wait_for(lambda: listener.done >= 1)  # the server did the work, not the hook
     assert "garden.md" in found(settings, embedder, "wombatgrub beetle larvae")
+
+
+# What the hook may import before a running server answers (services/edit_client.py): each
+# module more is paid on every note edit (issue 13: config alone cost about 60 ms under load).
+HAND_OFF_MODULES = {"vault_index", "vault_index.locations", "vault_index.services", "vault_index.services.edit_client"}
+
+
+def test_the_hand_off_path_imports_only_the_socket_client(served):
+    vault, settings, embedder, listener = served
+    note = write(vault, "bike.md", BIKE + "\n## Chain\n\nquokkawax drip lube\n")
+    payload = {"cwd": str(vault), "hook_event_name": "PostToolUse", "tool_name": "Write",
+               "tool_input": {"file_path": "bike.md"}, "tool_response": {}}  # relative: joined to cwd
+    import json
+    import subprocess
+
+    from hookrun import SCRIPTS
+
+    done = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPTS / "reindex_hook.py")],
+                          input=json.dumps(payload).encode(), capture_output=True,
+                          env=hook_env(VAULT_INDEX_DB=str(settings.db_path)), timeout=60)
+    assert done.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:") and "|" in line}
+    ours = {name for name in imported if name.split(".")[0] in ("vault_index", "_hooklib", "_hookio")}
+    assert ours - {"_hookio"} == HAND_OFF_MODULES, ours
+    assert wait_for(lambda: listener.done >= 1)  # handed off, and the server re-indexed it
+    assert "bike.md" in found(settings, embedder, "quokkawax drip lube")
+    assert str(note) == str(vault / "bike.md")

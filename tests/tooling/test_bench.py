@@ -25,3 +25,13 @@ def test_the_floor_ratio_verdict_uses_the_target():
     assert any("2.0x (met)" in line for line in bench_server._verdicts(result(2.0), targets))
     assert any("3.1x (missed)" in line for line in bench_server._verdicts(result(3.1), targets))
     assert any("not measured" in line for line in bench_server._verdicts({"sizes": []}, targets))
+
+
+def test_parts_names_what_runs_and_refuses_an_unknown_part():
+    import pytest
+    from vault_index.errors import UsageError
+
+    assert bench._parts(SimpleNamespace(parts=None)) == set(bench.BENCH_PARTS)
+    assert bench._parts(SimpleNamespace(parts="edits, footprint")) == {"edits", "footprint"}
+    with pytest.raises(UsageError, match="unknown edit"):
+        bench._parts(SimpleNamespace(parts="footprint,edit"))

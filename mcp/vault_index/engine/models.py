@@ -89,7 +89,10 @@ class EmbedShape:
     - cpu_arena: ONNX Runtime's CPU memory arena (off measured worse here: the allocator then
       fragments across threads);
     - fold_constants: ONNX Runtime's constant folding, which dequantizes int8 weights into a
-      float copy at load (same vectors to 1e-6 either way, measured).
+      float copy at load (same vectors to 1e-6 either way, measured);
+    - prepare_weights: load a prepared copy of an int8 model whose MatMul weights are dequantized
+      once and whose embedding tables are dequantized after the gather (engine/onnx_prep.py);
+      without it, a session with folding off dequantizes every weight on every run.
     """
 
     batch_tokens: int | None = EMBED_BATCH_TOKENS  # None: a fixed count of texts per run
@@ -97,12 +100,18 @@ class EmbedShape:
     sort_by_length: bool = True
     cpu_arena: bool = True
     fold_constants: bool = False
+    prepare_weights: bool = True
+    arena_same_as_requested: bool = False  # the arena grows by what a run asks, not by doubling
 
 
 # What the embedder did before issue 13: fastembed's batches of 32 in the caller's order, its
 # session with constant folding (which turns the int8 weights into a second, float copy: +170 MB
 # resident for the shipped MiniLM). Kept so `vault-index bench` measures old and new in one run.
-LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True)
+LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True,
+                          prepare_weights=False)
+# What ADR 0010 shipped before the weights were prepared (issue 13, second round): sorted runs
+# under the token budget, folding off, so every run dequantized all weights again.
+ADR0010_SHAPE = EmbedShape(prepare_weights=False)
 
 
 @dataclass(frozen=True)
@@ -222,7 +231,7 @@ class FastEmbedEmbedder:
             from fastembed import TextEmbedding
 
             self._model = TextEmbedding(spec.name, lazy_load=True, **_load_kwargs(spec, cache))
-            _open_session(self._model.model, shape)
+            _open_session(self._model.model, shape, cache)
         except Exception as exc:  # noqa: BLE001 - any load failure means "no vectors"
             raise ModelUnavailableError(
                 f"embedding model {spec.name} could not load ({exc}); offline, set "
@@ -283,7 +292,7 @@ def plan_batches(lengths: list[int], shape: EmbedShape) -> list[list[int]]:
     return batches
 
 
-def _open_session(inner, shape: EmbedShape) -> None:
+def _open_session(inner, shape: EmbedShape, cache: Path | None = None) -> None:
     """Load fastembed's ONNX model with our session options (fastembed exposes only the arena).
 
     Trigger: fastembed builds its session with every graph optimisation on. Why: constant folding
@@ -300,13 +309,30 @@ def _open_session(inner, shape: EmbedShape) -> None:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_cpu_mem_arena = shape.cpu_arena
+    if shape.cpu_arena and shape.arena_same_as_requested:
+        _register_same_as_requested_arena(ort)
+        options.add_session_config_entry("session.use_env_allocators", "1")
     if getattr(inner, "threads", None):
         options.intra_op_num_threads = options.inter_op_num_threads = inner.threads
+    source = Path(inner._model_dir) / description.model_file
+    prepared = None
+    if shape.prepare_weights and not shape.fold_constants and cache is not None:
+        from vault_index.engine.onnx_prep import prepared_path
+
+        prepared = prepared_path(source, cache)
     inner.model = ort.InferenceSession(
-        str(Path(inner._model_dir) / description.model_file), sess_options=options,
+        str(prepared or source), sess_options=options,
         providers=["CPUExecutionProvider"], disabled_optimizers=[] if shape.fold_constants else ["ConstantFolding"],
     )
     inner._ensure_tokenizer()
+
+
+@functools.cache
+def _register_same_as_requested_arena(ort) -> None:
+    """One process-wide CPU arena that extends by the size requested (kSameAsRequested), for the
+    sessions that opt in (session.use_env_allocators)."""
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, 1, -1, -1))
 
 
 class FastEmbedReranker:

@@ -10,8 +10,8 @@ a registered source, a note there, never `secrets/` or hidden folders) before it
 answers `queued` or `refused`; anything else (not a path, too long, another user) is dropped.
 When no server listens, `hand_off` says so at once and the hook re-indexes in its own process.
 
-This module imports only the standard library at the top: the hook imports it before deciding
-whether to load the package's heavier parts.
+The hook's side (`hand_off`) lives in services/edit_client.py, which imports `os` and `socket`
+only; this module is the server's side.
 """
 
 from __future__ import annotations
@@ -27,46 +27,32 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-SOCKET_SUFFIX = ".sock"
+from vault_index.services.edit_client import (  # the hook's side; re-exported for callers
+    HAND_OFF_TIMEOUT_S,
+    MAX_SOCKET_PATH_BYTES,
+    QUEUED,
+    REFUSED,
+    SOCKET_SUFFIX,
+    hand_off,
+    socket_name,
+    usable,
+)
+
+__all__ = ["EditListener", "HAND_OFF_TIMEOUT_S", "MAX_SOCKET_PATH_BYTES", "SOCKET_SUFFIX", "hand_off",
+           "socket_path"]
+
 SOCKET_MODE = 0o600
 MAX_REQUEST_BYTES = 4096  # a path; PATH_MAX on Linux
-# sun_path holds 108 bytes on Linux (104 on macOS); longer socket paths cannot be bound.
-MAX_SOCKET_PATH_BYTES = 100
-# Trigger: the hook runs before Claude Code's next step. Why: a busy or hung server must never
-# hold an edit up. Outcome: connect, send and read the answer within this, or do it ourselves.
-HAND_OFF_TIMEOUT_S = 0.25
 READ_TIMEOUT_S = 0.5  # the server waits this long for a client's one line, then drops it
-QUEUED, REFUSED = b"queued\n", b"refused\n"
 
 
 def socket_path(db_path: Path | str) -> Path:
     """The socket that serves the index at `db_path`: named after it, in the same folder."""
-    db_path = Path(db_path)
-    return db_path.with_name(db_path.name + SOCKET_SUFFIX)
+    return Path(socket_name(db_path))
 
 
 def _usable(path: Path) -> bool:
-    return hasattr(socket, "AF_UNIX") and len(os.fsencode(str(path))) <= MAX_SOCKET_PATH_BYTES
-
-
-def hand_off(db_path: Path | str, note: str, timeout: float = HAND_OFF_TIMEOUT_S) -> str | None:
-    """Give `note` (an absolute path) to the server of `db_path`.
-
-    Returns "queued" (the server will re-index it), "refused" (the server will not: outside
-    every source or not a note there), or None (no server answered: re-index it yourself).
-    """
-    path = socket_path(db_path)
-    if not _usable(path) or not path.exists():
-        return None
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-            client.settimeout(timeout)
-            client.connect(str(path))
-            client.sendall(os.fsencode(note) + b"\n")
-            answer = client.recv(16)
-    except OSError:
-        return None
-    return {QUEUED: "queued", REFUSED: "refused"}.get(answer)
+    return usable(path)
 
 
 def _same_user(conn: socket.socket) -> bool:

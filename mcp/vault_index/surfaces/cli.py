@@ -358,6 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
     add_bench_options(p)
     p.add_argument("--million", action="store_true", help="also kNN at 1M vectors: exact against IVF (minutes)")
+    p.add_argument("--parts", help="only these parts, comma-separated: sizes, embedder, footprint, edits, "
+                                   "hooks, graph (default all)")
     p.add_argument("--links", action="store_true",
                    help="instead: the link graph at 10k notes / 50k links: backlinks, neighbors, lint")
     p.set_defaults(run=cmd_bench)

@@ -31,6 +31,7 @@ from vault_index.engine.chunk import approximate_tokens, embed_text_for
 from vault_index.engine.models import Models
 from vault_index.engine.store import Store
 from vault_index.engine.vectors import NumpyIndex, open_vector_index
+from vault_index.errors import UsageError
 from vault_index.services.search import Searcher
 
 DIM = 384
@@ -400,6 +401,7 @@ def _load_reranker():
 def run_bench(args) -> int:
     from vault_index.tooling import bench_edits, bench_footprint, bench_graph, bench_hooks, bench_server
 
+    parts = _parts(args)
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
     sizes = list(QUICK_SIZES) if args.quick else [int(s) for s in str(args.sizes).split(",") if s.strip()]
     n_queries = QUICK_QUERIES if args.quick else max(5, args.queries)
@@ -419,7 +421,7 @@ def run_bench(args) -> int:
         reranker, result["reranker"] = _guard(_load_reranker, default=(None, None))
         if result["reranker"] is None:
             result["reranker"] = {"unavailable": "reranker load failed"}
-        for size in sorted(sizes):
+        for size in sorted(sizes) if "sizes" in parts else []:
             result["sizes"].append(_guard(bench_size, args, size, n_queries, workdir, reranker, size=size))
             if size == max(sizes):  # the biggest index: what a server holds, float32 against float16
                 _say(args, f"{size:,}: serving memory, float32 and float16 copies (child processes)")
@@ -430,25 +432,31 @@ def run_bench(args) -> int:
                 shutil.rmtree(workdir / f"vault-{size}", ignore_errors=True)
                 for part in workdir.glob(f"index-{size}.db*"):
                     part.unlink()
-        _say(args, "server start-up")
-        smallest = min(sizes) if sizes else None
-        db = workdir / f"index-{smallest}.db"
-        result["server"] = _guard(bench_server.bench_server, workdir, db, args)
-        _say(args, "real embedder sample (shipped MiniLM)")
-        result["embedder"] = _guard(bench_embedder, args, workdir, 1 if args.quick else 2)
-        _say(args, "footprint: indexing memory with the real model, old and new embedder shape")
-        result["footprint"] = _guard(bench_footprint.bench_indexing, args, workdir)
-        _say(args, "edits reaching search with the server running")
-        result["edits"] = _guard(bench_edits.bench_edits, args, workdir, _pct)
+        if "sizes" in parts:
+            _say(args, "server start-up")
+            smallest = min(sizes) if sizes else None
+            db = workdir / f"index-{smallest}.db"
+            result["server"] = _guard(bench_server.bench_server, workdir, db, args)
+        if "embedder" in parts:
+            _say(args, "real embedder sample (shipped MiniLM)")
+            result["embedder"] = _guard(bench_embedder, args, workdir, 1 if args.quick else 2)
+        if "footprint" in parts:
+            _say(args, "footprint: indexing memory with the real model, old and new embedder shape")
+            result["footprint"] = _guard(bench_footprint.bench_indexing, args, workdir)
+        if "edits" in parts:
+            _say(args, "edits reaching search with the server running")
+            result["edits"] = _guard(bench_edits.bench_edits, args, workdir, _pct)
         if getattr(args, "million", False):
             from vault_index.tooling import bench_million
 
             _say(args, "1M vectors: exact scan against the IVF index")
             result["million"] = _guard(bench_million.bench_million, args)
-        _say(args, "hooks: re-index on edit, context guard")
-        result["hooks"] = _guard(bench_hooks.bench_hooks, args, workdir, _pct, write_vault)
-        _say(args, "memory graph")
-        result["graph"] = _guard(bench_graph.bench_graph, workdir)
+        if "hooks" in parts:
+            _say(args, "hooks: re-index on edit, context guard")
+            result["hooks"] = _guard(bench_hooks.bench_hooks, args, workdir, _pct, write_vault)
+        if "graph" in parts:
+            _say(args, "memory graph")
+            result["graph"] = _guard(bench_graph.bench_graph, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result["meta"]["total_s"] = round(time.perf_counter() - started, 1)
@@ -462,6 +470,21 @@ def run_bench(args) -> int:
               + "\n\n" + bench_edits.render(result.get("edits"))
               + ("\n\n" + _render_million(result["million"]) if "million" in result else ""))
     return 0
+
+
+BENCH_PARTS = ("sizes", "embedder", "footprint", "edits", "hooks", "graph")
+
+
+def _parts(args) -> set[str]:
+    """`--parts footprint,edits`: run only those parts (default all; `--million` is its own flag)."""
+    raw = getattr(args, "parts", None)
+    if not raw:
+        return set(BENCH_PARTS)
+    chosen = {p.strip() for p in str(raw).split(",") if p.strip()}
+    unknown = chosen - set(BENCH_PARTS)
+    if unknown:
+        raise UsageError(f"--parts: unknown {', '.join(sorted(unknown))}; choose from {', '.join(BENCH_PARTS)}")
+    return chosen
 
 
 def write_vault_facts(size: int) -> dict:

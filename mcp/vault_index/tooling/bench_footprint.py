@@ -15,6 +15,7 @@ measurement's peak never hides another's. Old and new run in the same bench, one
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -26,8 +27,14 @@ from pathlib import Path
 
 LONG_NOTES, LONG_NOTES_QUICK = 2000, 300
 LEGACY_NOTES, LEGACY_NOTES_QUICK = 400, 150  # the old shape, on the first notes: its peak comes early
+# legacy: before issue 13; adr0010: ADR 0010's shape (every run dequantized the int8 weights
+# again); new: today's (weights prepared once, engine/onnx_prep.py).
+SHAPES = ("legacy", "adr0010", "new")
 SORT_SAMPLE_TEXTS = 256
 SERVE_QUERIES = 40
+# float32: the vector loader before issue 13; float16-adr0010: float16 vectors with ADR 0010's model
+# session (every query dequantized all weights, +100 MB of arena); float16: today's.
+SERVE_KINDS = ("float32", "float16-adr0010", "float16")
 CHILD_TIMEOUT_S = 1800
 EXAMPLE_VAULT = Path(__file__).resolve().parents[3] / "example-vault"
 
@@ -83,7 +90,7 @@ def child_index(vault: str, db: str, shape_name: str, limit: int) -> dict:
     """Index `vault` (its first `limit` notes when > 0) with the shipped model in this process."""
     from vault_index.config import Settings
     from vault_index.engine import indexer
-    from vault_index.engine.models import LEGACY_SHAPE, EmbedShape, Models
+    from vault_index.engine.models import ADR0010_SHAPE, LEGACY_SHAPE, EmbedShape, Models
     from vault_index.engine.store import Store
 
     source = Path(vault)
@@ -94,7 +101,9 @@ def child_index(vault: str, db: str, shape_name: str, limit: int) -> dict:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(path.read_bytes())
         source = subset
-    shape = LEGACY_SHAPE if shape_name == "legacy" else EmbedShape()
+    shape = {"legacy": LEGACY_SHAPE, "adr0010": ADR0010_SHAPE}.get(shape_name.removesuffix("-same"), EmbedShape())
+    if shape_name.endswith("-same"):  # experiment: the arena extends by what is asked (ADR 0016)
+        shape = dataclasses.replace(shape, arena_same_as_requested=True)
     models = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False, embed_shape=shape)
     embedder = models.embedder()
     if embedder is None:
@@ -200,11 +209,13 @@ class _RealQueries:
 def child_serve(db: str, fingerprint: str, kind: str, queries_json: str) -> dict:
     """What a server holds at this size: the real model, the store and the vector index, searched."""
     from vault_index.config import Settings
-    from vault_index.engine.models import Models
+    from vault_index.engine.models import ADR0010_SHAPE, EmbedShape, Models
     from vault_index.engine.store import Store
     from vault_index.services.search import Searcher
 
-    real = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False).embedder()
+    shape = ADR0010_SHAPE if kind.endswith("-adr0010") else EmbedShape()
+    real = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False,
+                  embed_shape=shape).embedder()
     if real is None:
         return {"unavailable": "shipped model not installed"}
     real.embed_query("warm up")
@@ -240,16 +251,19 @@ def bench_indexing(args, workdir: Path) -> dict:
     out: dict = {"long_notes": notes}
     runs = []
     if EXAMPLE_VAULT.is_dir():
-        runs += [("example_vault", str(EXAMPLE_VAULT), 0)]
+        runs += [("example_vault", str(EXAMPLE_VAULT), 0, SHAPES)]
     legacy_limit = LEGACY_NOTES_QUICK if quick else LEGACY_NOTES
-    runs += [("long_notes_subset", str(long_root), legacy_limit)]
-    for name, vault, limit in runs:  # same texts, old then new, one after the other
+    # The legacy shape peaks over 1 GB on long notes (measured in ADR 0010); the subset and the
+    # whole set compare the shape before this round (adr0010) with today's.
+    runs += [("long_notes_subset", str(long_root), legacy_limit, ("adr0010", "new")),
+             ("long_notes_all", str(long_root), 0, ("adr0010", "new"))]
+    for name, vault, limit, shapes in runs:  # same texts, old then new, one after the other
         out[name] = {shape: _child(["index", vault, str(workdir / f"fp-{name}-{shape}.db"), shape, str(limit)])
-                     for shape in ("legacy", "new")}
-        legacy, new = out[name]["legacy"], out[name]["new"]
-        if "chunks_per_s" in legacy and "chunks_per_s" in new:
-            out[name]["throughput_ratio"] = round(new["chunks_per_s"] / legacy["chunks_per_s"], 2)
-    out["long_notes_all"] = {"new": _child(["index", str(long_root), str(workdir / "fp-long-all.db"), "new", "0"])}
+                     for shape in shapes}
+        for old in ("legacy", "adr0010"):
+            before, new = out[name].get(old, {}), out[name]["new"]
+            if "chunks_per_s" in before and "chunks_per_s" in new:
+                out[name][f"throughput_vs_{old}"] = round(new["chunks_per_s"] / before["chunks_per_s"], 2)
     out["sorting"] = _child(["sorting", str(long_root)])
     return out
 
@@ -257,8 +271,7 @@ def bench_indexing(args, workdir: Path) -> dict:
 def bench_serving(store_path: Path, fingerprint: str, queries: list[str]) -> dict:
     """float32 (before) against float16 (now), each in a child holding the real model too."""
     payload = json.dumps(queries[:SERVE_QUERIES])
-    out = {kind: _child(["serve", str(store_path), fingerprint, kind, payload]) for kind in ("float32", "float16")}
-    return out
+    return {kind: _child(["serve", str(store_path), fingerprint, kind, payload]) for kind in SERVE_KINDS}
 
 
 def render(fp: dict | None, serving: dict | None) -> str:
@@ -266,30 +279,30 @@ def render(fp: dict | None, serving: dict | None) -> str:
     if not fp or "error" in fp or "unavailable" in fp:
         lines.append(f"  indexing: {(fp or {}).get('error') or (fp or {}).get('unavailable') or 'not run'}")
     else:
-        for name in ("example_vault", "long_notes_subset"):
+        for name in ("example_vault", "long_notes_subset", "long_notes_all"):
             if name not in fp:
                 continue
             part = fp[name]
-            for shape in ("legacy", "new"):
+            label = f"all {fp['long_notes']} long notes" if name == "long_notes_all" else name
+            for shape in SHAPES:
+                if shape not in part:
+                    continue
                 r = part[shape]
-                lines.append(f"  index {name:<18} {shape:<6} " + (
+                lines.append(f"  index {label:<20} {shape:<7} " + (
                     f"{r['chunks']:>5} chunks  {r['chunks_per_s']:>6} chunks/s  peak {r['peak_rss_mb']} MB"
                     if "chunks" in r else str(r)))
-            lines.append(f"    throughput new/legacy: {part.get('throughput_ratio', '-')}x")
-        r = fp.get("long_notes_all", {}).get("new", {})
-        summary = r
-        if "chunks" in r:
-            summary = f"{r['chunks']} chunks  {r['chunks_per_s']} chunks/s  peak {r['peak_rss_mb']} MB"
-        lines.append(f"  index all {fp['long_notes']} long notes, new: {summary}")
+            ratios = [f"new/{old} {part[f'throughput_vs_{old}']}x" for old in ("legacy", "adr0010")
+                      if f"throughput_vs_{old}" in part]
+            lines.append(f"    throughput: {', '.join(ratios) or '-'}")
         s = fp.get("sorting", {})
         if "speedup" in s:
             lines.append(f"  length-sorted runs: {s['sorted_chunks_per_s']} chunks/s vs unsorted "
                          f"{s['unsorted_chunks_per_s']} ({s['speedup']}x, {s['texts']} texts of {s['mean_tokens']} "
                          f"tokens on average); largest vector difference {s['max_abs_diff']:.1e}")
     if serving:
-        for kind in ("float32", "float16"):
+        for kind in SERVE_KINDS:
             r = serving.get(kind, {})
-            lines.append(f"  serve {serving.get('chunks', '?'):,} chunks, {kind:<7} " + (
+            lines.append(f"  serve {serving.get('chunks', '?'):,} chunks, {kind:<15} " + (
                 f"peak {r['peak_rss_mb']} MB  hybrid p50/p95 {r['hybrid_p50_ms']}/{r['hybrid_p95_ms']} ms  "
                 f"first search {r['first_search_s']} s" if "peak_rss_mb" in r else str(r)))
     return "\n".join(lines)
