@@ -542,6 +542,7 @@ class PgStore:
                 ).format(name=sql.Identifier(self.vector_index_name(model)), dims=sql.Literal(dims),
                          m=sql.Literal(HNSW_M), ef=sql.Literal(HNSW_EF_CONSTRUCTION), model=sql.Literal(model)))
                 self.db.execute("RESET maintenance_work_mem")
+                self.db.execute("ANALYZE embeddings")
         finally:
             self.db.execute("SELECT pg_advisory_unlock(%s)", (VECTOR_INDEX_LOCK,))
         return True
@@ -653,23 +654,38 @@ class PgVectorIndex:
         return _scores(rows, limit)
 
     def _approximate(self, query, limit: int) -> list[tuple[int, float]]:
-        """HNSW over the model's vectors (by hash), then the chunks that hold them.
+        """HNSW over the model's vectors (by hash), then the chunks that hold them."""
+        wanted = limit * 2  # a vector shared by several chunks, or not yet pruned, takes one slot
+        nearest = self._nearest(query, wanted)
+        distance = dict(nearest)
+        rows = self.store.db.execute("SELECT id, hash FROM chunks WHERE hash = ANY(%s)", (list(distance),)).fetchall()
+        return _scores(sorted(((cid, distance[h]) for cid, h in rows), key=lambda r: (r[1], r[0])), limit)
+
+    def _nearest(self, query, wanted: int, explain: bool = False):
+        """(hash, distance) of the `wanted` nearest vectors through the HNSW index (or the plan).
 
         The model and dimension are literals, not parameters: the planner must see that the
-        query's WHERE matches the partial index's predicate and ORDER BY its expression.
+        query's WHERE matches the partial index's predicate and its ORDER BY the index expression.
+        Sequential scans are off inside: with the index built, a small or unanalysed table must not
+        make the planner sort every vector instead.
         """
-        store, dims = self.store, self.store.vector_dims(self.model)
-        wanted = limit * 2  # a vector shared by several chunks, or not yet pruned, takes one slot
-        with store.db.transaction():
-            store.db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+        db, dims = self.store.db, self.store.vector_dims(self.model)
+        statement = sql.SQL(
+            "SELECT hash, vector::vector({dims}) <=> %s AS d FROM embeddings WHERE model = {model} "
+            "ORDER BY vector::vector({dims}) <=> %s LIMIT %s"
+        ).format(dims=sql.Literal(dims), model=sql.Literal(self.model))
+        with db.transaction():
+            db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                 sql.Literal(max(40, HNSW_EF_SEARCH_FACTOR * wanted))))
-            nearest = store.db.execute(sql.SQL(
-                "SELECT hash, vector::vector({dims}) <=> %s AS d FROM embeddings WHERE model = {model} "
-                "ORDER BY vector::vector({dims}) <=> %s LIMIT %s"
-            ).format(dims=sql.Literal(dims), model=sql.Literal(self.model)), (query, query, wanted)).fetchall()
-        distance = dict(nearest)
-        rows = store.db.execute("SELECT id, hash FROM chunks WHERE hash = ANY(%s)", (list(distance),)).fetchall()
-        return _scores(sorted(((cid, distance[h]) for cid, h in rows), key=lambda r: (r[1], r[0])), limit)
+            db.execute("SET LOCAL enable_seqscan = off")
+            if explain:
+                return "\n".join(r[0] for r in db.execute(sql.SQL("EXPLAIN ") + statement, (query, query, wanted)))
+            return db.execute(statement, (query, query, wanted)).fetchall()
+
+    def plan(self, query_vector, limit: int = 10) -> str:
+        """The EXPLAIN of the approximate query (tests and bench check the index is used)."""
+        np = self.store._numpy()
+        return self._nearest(np.asarray(query_vector, dtype=np.float32), limit * 2, explain=True)
 
     def note_similarity(self, query_vector, chunk_ids) -> dict[int, float]:
         """Cosine between the query and the centroid of each chunk's note (chunks with a vector only)."""
