@@ -125,3 +125,20 @@ def test_collection_filter_reads_the_frontmatter_collection(store_factory):
     assert paths(store.chunk_ids_matching(None, ("red",), None, collection="work")) == ["/v/2.md"]
     assert store.chunk_ids_matching(None, ("red",), None, collection="garden") == set()
     store.close()
+
+
+def test_vectors_come_back_as_the_float32_bytes_that_went_in(store_factory):
+    import numpy as np
+
+    store = store_factory()
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/a.md", "# A\n\nalpha\n\n## B\n\nbeta\n")
+    keys = store.chunk_keys()
+    vectors = {h: np.random.default_rng(i).normal(size=6).astype(np.float32).tobytes() for i, (_, _, h) in
+               enumerate(keys)}
+    store.put_vectors("m", vectors.items())
+    assert store.vectors_by_hash("m") == vectors
+    assert store.vectors_by_hash("m", [keys[0][2]]) == {keys[0][2]: vectors[keys[0][2]]}
+    assert dict(store.iter_vectors("m")) == vectors
+    assert store.file_vectors("m", [keys[0][0]]) == [(c, f, vectors[h]) for c, f, h in keys]
+    store.close()

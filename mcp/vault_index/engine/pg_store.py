@@ -185,8 +185,11 @@ def _as_text(value) -> str | None:
 
 
 def _blob(vector) -> bytes:
+    """float32 bytes of a vector as pgvector returns it (a numpy array, or its Vector in binary)."""
     import numpy as np
 
+    if hasattr(vector, "to_numpy"):
+        vector = vector.to_numpy()
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
