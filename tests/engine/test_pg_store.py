@@ -65,7 +65,7 @@ def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_a
             pg_store.parse_match(bad)
 
 
-def test_keywords_weigh_title_and_heading_above_body_and_and_needs_every_term(store_factory):
+def test_a_term_in_title_and_heading_ranks_above_one_in_the_body_and_and_needs_every_term(store_factory):
     store = store_factory()
     sid = store.add_source("/v")
     _put(store, sid, "/v/body.md", "# Misc\n\nsome notes mention a sprocket once, among many other words here\n")
@@ -79,6 +79,16 @@ def test_keywords_weigh_title_and_heading_above_body_and_and_needs_every_term(st
     assert store.term_doc_count('"sprocket"', 2) == 2  # counted no further than the cap
     assert store.keyword('"the"', 10) == [] and store.term_doc_count('"the"', 10) == 0  # a stopword: no error
     assert store.keyword('"o""neil"', 10) == []  # a quote inside a term is a literal, not syntax
+
+
+def test_a_rare_term_outweighs_a_common_one_as_bm25_idf_would(store_factory):
+    store = store_factory()
+    sid = store.add_source("/v")
+    for i in range(8):
+        _put(store, sid, f"/v/common{i}.md", f"# C{i}\n\nwidget widget widget number {i}\n")
+    _put(store, sid, "/v/rare.md", "# R\n\nwidget and a flange\n")
+    (top, _), *_ = store.keyword('"widget" OR "flange"', 10)
+    assert store.chunk_rows([top])[top].path == "/v/rare.md"  # by IDF; ts_rank alone favours "widget widget widget"
 
 
 def test_a_nul_past_the_binary_sniff_is_stored_as_a_replacement_character(store_factory):
