@@ -22,6 +22,9 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+BACKENDS = ("sqlite", "postgresql")  # index backends a test module can parametrise (conftest `backend`)
+
+
 class FakeEmbedder:
     """Bag of words hashed into `dim` buckets, L2-normalised; counts every text it embeds."""
 

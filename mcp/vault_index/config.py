@@ -37,6 +37,9 @@ class Settings:
     model_cache: Path
     vector_backend: str  # "auto", "numpy" or "sqlite-vec"
     memory_file: Path = DEFAULT_MEMORY_FILE  # the CLI's and server's --memory-file overrides it
+    # VAULT_INDEX_URL=postgresql://...: the index lives in PostgreSQL (engine/pg_store.py, ADR 0017);
+    # db_path still anchors the local state beside it (edit hand-off socket, HTTP credentials).
+    index_url: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -51,6 +54,7 @@ class Settings:
             ).expanduser(),
             vector_backend=os.environ.get("VAULT_VECTOR_BACKEND") or "auto",
             memory_file=Path(os.environ.get("VAULT_MEMORY_FILE") or DEFAULT_MEMORY_FILE).expanduser(),
+            index_url=os.environ.get("VAULT_INDEX_URL") or None,
         )
 
 

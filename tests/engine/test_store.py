@@ -1,22 +1,40 @@
-"""The SQLite store: file swaps, filters, source removal, vector pruning, schema version."""
+"""The index stores, SQLite and PostgreSQL alike: file swaps, filters, source removal, vector
+pruning, schema version (each test runs on both backends; conftest `backend`)."""
 
 from __future__ import annotations
 
+import pytest
+from helpers import BACKENDS
 from vault_index.engine.chunk import chunk_note
 from vault_index.engine.parse import parse_note
 from vault_index.engine.store import MIGRATIONS, Store
 
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
-def _put(store: Store, source_id: int, path: str, text: str) -> None:
+
+def _put(store, source_id: int, path: str, text: str) -> None:
     note = parse_note(path, text)
     store.replace_file(source_id, path, (1.0, len(text)), f"h-{path}-{len(text)}", note, chunk_note(note))
 
 
-def _fts_rows(store: Store) -> int:
-    return store.db.execute("SELECT COUNT(*) FROM chunks_fts").fetchone()[0]
+def _fts_rows(store) -> int:
+    """Rows the keyword side searches: SQLite's FTS5 table, PostgreSQL's tsvector column."""
+    if store.kind == "sqlite":
+        return store.db.execute("SELECT COUNT(*) FROM chunks_fts").fetchone()[0]
+    return store.db.execute("SELECT COUNT(*) FROM chunks WHERE tsv IS NOT NULL").fetchone()[0]
 
 
-def test_fresh_store_is_migrated_to_the_latest_version(tmp_path):
+def test_fresh_store_is_migrated_to_the_latest_version(tmp_path, backend, store_factory):
+    if backend == "postgresql":
+        from vault_index.engine import pg_store
+
+        store = store_factory()
+        assert store.schema_version() == len(pg_store.MIGRATIONS)
+        store.close()
+        again = store_factory()  # reopening does not re-run migrations
+        assert again.schema_version() == len(pg_store.MIGRATIONS)
+        assert again.counts() == {"sources": 0, "files": 0, "chunks": 0}
+        return
     store = Store(tmp_path / "deep" / "dir" / "i.db")
     assert store.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -27,8 +45,8 @@ def test_fresh_store_is_migrated_to_the_latest_version(tmp_path):
     again.close()
 
 
-def test_replace_file_swaps_chunks_and_fts_rows(tmp_path):
-    store = Store(tmp_path / "i.db")
+def test_replace_file_swaps_chunks_and_fts_rows(store_factory):
+    store = store_factory()
     sid = store.add_source("/v")
     _put(store, sid, "/v/a.md", "# A\n\nfirst apple\n\n## B\n\nbanana\n")
     assert store.counts()["chunks"] == 2 and _fts_rows(store) == 2
@@ -42,8 +60,8 @@ def test_replace_file_swaps_chunks_and_fts_rows(tmp_path):
     store.close()
 
 
-def test_path_prefix_filter_is_literal_and_stops_at_folder_boundaries(tmp_path):
-    store = Store(tmp_path / "i.db")
+def test_path_prefix_filter_is_literal_and_stops_at_folder_boundaries(store_factory):
+    store = store_factory()
     sid = store.add_source("/v")
     for path in ("/v/a_b/x.md", "/v/aXb/y.md", "/v/a_bc/z.md", "/v/100%/p.md", "/v/100x/q.md"):
         _put(store, sid, path, f"# {path}\n\ntext\n")
@@ -55,8 +73,8 @@ def test_path_prefix_filter_is_literal_and_stops_at_folder_boundaries(tmp_path):
     store.close()
 
 
-def test_tag_and_status_filters_combine(tmp_path):
-    store = Store(tmp_path / "i.db")
+def test_tag_and_status_filters_combine(store_factory):
+    store = store_factory()
     sid = store.add_source("/v")
     _put(store, sid, "/v/1.md", "---\ntags: [red, blue]\nstatus: draft\n---\none\n")
     _put(store, sid, "/v/2.md", "---\ntags: [red]\nstatus: canonical\n---\ntwo\n")
@@ -69,8 +87,8 @@ def test_tag_and_status_filters_combine(tmp_path):
     store.close()
 
 
-def test_remove_source_drops_its_files_chunks_fts_rows_and_problems_only(tmp_path):
-    store = Store(tmp_path / "i.db")
+def test_remove_source_drops_its_files_chunks_fts_rows_and_problems_only(store_factory):
+    store = store_factory()
     keep, drop = store.add_source("/keep"), store.add_source("/drop")
     _put(store, keep, "/keep/k.md", "# K\n\nkept words\n")
     _put(store, drop, "/drop/d.md", "# D\n\ndropped words\n\n## E\n\nmore\n")
@@ -83,11 +101,11 @@ def test_remove_source_drops_its_files_chunks_fts_rows_and_problems_only(tmp_pat
     store.close()
 
 
-def test_prune_vectors_keeps_only_vectors_of_live_chunks(tmp_path):
-    store = Store(tmp_path / "i.db")
+def test_prune_vectors_keeps_only_vectors_of_live_chunks(store_factory):
+    store = store_factory()
     sid = store.add_source("/v")
     _put(store, sid, "/v/a.md", "# A\n\nalpha\n")
-    live_hash = store.db.execute("SELECT hash FROM chunks").fetchone()[0]
+    live_hash = store.chunk_keys()[0][2]
     store.put_vectors("m1", [(live_hash, b"\x00" * 8), ("orphan", b"\x01" * 8)])
     store.put_vectors("m2", [(live_hash, b"\x02" * 8)])
     assert store.prune_vectors() == 1
@@ -96,8 +114,8 @@ def test_prune_vectors_keeps_only_vectors_of_live_chunks(tmp_path):
     store.close()
 
 
-def test_collection_filter_reads_the_frontmatter_collection(tmp_path):
-    store = Store(tmp_path / "i.db")
+def test_collection_filter_reads_the_frontmatter_collection(store_factory):
+    store = store_factory()
     sid = store.add_source("/v")
     _put(store, sid, "/v/1.md", "---\ncollection: garden\n---\none\n")
     _put(store, sid, "/v/2.md", "---\ncollection: work\ntags: [red]\n---\ntwo\n")
@@ -106,4 +124,21 @@ def test_collection_filter_reads_the_frontmatter_collection(tmp_path):
     assert paths(store.chunk_ids_matching(None, (), None, collection="garden")) == ["/v/1.md"]
     assert paths(store.chunk_ids_matching(None, ("red",), None, collection="work")) == ["/v/2.md"]
     assert store.chunk_ids_matching(None, ("red",), None, collection="garden") == set()
+    store.close()
+
+
+def test_vectors_come_back_as_the_float32_bytes_that_went_in(store_factory):
+    import numpy as np
+
+    store = store_factory()
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/a.md", "# A\n\nalpha\n\n## B\n\nbeta\n")
+    keys = store.chunk_keys()
+    vectors = {h: np.random.default_rng(i).normal(size=6).astype(np.float32).tobytes() for i, (_, _, h) in
+               enumerate(keys)}
+    store.put_vectors("m", vectors.items())
+    assert store.vectors_by_hash("m") == vectors
+    assert store.vectors_by_hash("m", [keys[0][2]]) == {keys[0][2]: vectors[keys[0][2]]}
+    assert dict(store.iter_vectors("m")) == vectors
+    assert store.file_vectors("m", [keys[0][0]]) == [(c, f, vectors[h]) for c, f, h in keys]
     store.close()

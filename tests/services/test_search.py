@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import FakeEmbedder, FakeReranker, write
+from helpers import BACKENDS, FakeEmbedder, FakeReranker, write
 from vault_index.engine.chunk import embed_text_for
 from vault_index.errors import UsageError
 from vault_index.services import fusion
 from vault_index.services.search import MODES, Filters
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # every test on SQLite and on PostgreSQL
 
 
 def _names(result) -> list[str]:
@@ -82,10 +84,10 @@ def test_a_reranker_reorders_the_fused_head(tmp_path, open_app, fake_embedder):
     # the order is the fused order sorted by the reranker's score (stable on ties)
     by_text = {}
     for hit in fused.hits:
-        row = app.store.db.execute(
-            "SELECT f.title, c.heading, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE f.path = ? AND c.line_start = ?", (hit.path, hit.line_start)).fetchone()
-        by_text[(hit.path, hit.line_start)] = FakeReranker.score_one(query, embed_text_for(*row))
+        rows = app.store.chunk_rows(app.store.chunk_ids_matching(hit.path, (), None)).values()
+        row = next(r for r in rows if r.line_start == hit.line_start)
+        by_text[(hit.path, hit.line_start)] = FakeReranker.score_one(query, embed_text_for(row.title, row.heading,
+                                                                                          row.text))
     fused_keys = [(h.path, h.line_start) for h in fused.hits]
     expected = sorted(fused_keys, key=lambda k: -by_text[k])
     assert [(h.path, h.line_start) for h in result.hits] == expected

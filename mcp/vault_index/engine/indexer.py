@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -30,7 +29,7 @@ from vault_index.engine.sources import (
     source_of,
     walk_notes,
 )
-from vault_index.engine.store import Store
+from vault_index.engine.store_contract import IndexStore as Store
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.types import SyncReport
 
@@ -41,17 +40,18 @@ EMBED_LOCK_WAIT_S = 6 * 3600
 
 
 @contextmanager
-def _embedding_turn(db_path: Path, progress: Progress | None):
-    """Hold the index's embedding lock (a filelock beside the database) while embedding.
+def _embedding_turn(store: Store, progress: Progress | None):
+    """Hold the index's embedding lock (a filelock beside the SQLite file, an advisory lock in
+    PostgreSQL: store.embedding_lock) while embedding.
 
     Trigger: two `vault-index index` runs at once (setup and a person, two terminals).
     Why: both listed the same chunks as missing and both embedded everything (minutes each).
     Outcome: the second waits, says so through `progress("wait", 0, 0)`, then lists what is
     still missing (usually nothing). A folder where no lock can be made embeds unlocked.
     """
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(str(db_path) + ".embed.lock")
+    lock = store.embedding_lock()
     try:
         try:
             lock.acquire(timeout=0)
@@ -148,7 +148,7 @@ def sync(
 
     if embedder is not None:
         report.vector_used = True
-        with _embedding_turn(store.path, progress):
+        with _embedding_turn(store, progress):
             _embed_missing(store, embedder, report, progress)
         store.prune_vectors()
     if report.indexed or report.removed or report.chunks_embedded:
@@ -170,7 +170,7 @@ def _guarded_sync_file(
     """
     try:
         _sync_file(store, source_id, root, path, report, count, max_tokens)
-    except (VaultIndexError, sqlite3.DatabaseError):
+    except (VaultIndexError, *store.database_errors):
         raise
     except Exception as exc:  # noqa: BLE001 - one file's failure becomes its problem line
         detail = " ".join(str(exc).split())[:200] or "no detail"

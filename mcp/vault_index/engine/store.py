@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -169,10 +170,17 @@ class Store:
     "malformed", at open through quick_check or later in any call) is moved aside and recreated
     with its sources; an index that cannot be written is opened read-only; one that cannot be
     opened at all is left where it is, with an error that says why.
+
+    The contract it shares with the PostgreSQL store is engine/store_contract.IndexStore.
     """
+
+    kind = "sqlite"
+    database_errors: tuple[type[BaseException], ...] = (sqlite3.DatabaseError,)
+    vector_backend: str | None = None  # the settings choose: numpy or sqlite-vec (engine/vectors.py)
 
     def __init__(self, path: Path, busy_timeout: float = BUSY_TIMEOUT_S):
         self.path = Path(path)
+        self.location = str(self.path)
         self.busy_timeout = busy_timeout
         self.recovered_from: Path | None = None
         self.read_only: str | None = None  # why writes are refused, when they are
@@ -257,6 +265,20 @@ class Store:
             # the next open (the edit hook's, on every edit) would pay a full quick_check again.
             # Outcome: the file was checked at open and only SQLite wrote to it since: still clean.
             recovery.remember_checked(self.path)
+
+    def size_bytes(self) -> int:
+        """The file and its WAL, as status reports them."""
+        return sum(os.path.getsize(p) for p in (str(self.path), str(self.path) + "-wal") if os.path.exists(p))
+
+    def embedding_lock(self):
+        """A filelock beside the file: one embedder at a time (indexer._embedding_turn)."""
+        from filelock import FileLock
+
+        return FileLock(str(self.path) + ".embed.lock")
+
+    def open_vector_index(self, model: str) -> None:
+        """None: the in-process indexes of engine/vectors.py search this store's vectors."""
+        return None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -570,6 +592,10 @@ class Store:
             ids,
         )
         return {r[0]: ChunkRow(*r) for r in rows}
+
+    def chunk_texts(self) -> Iterator[tuple[int, str]]:
+        """(chunk id, text) of every chunk: the grep baseline's scan."""
+        yield from self.db.execute("SELECT id, text FROM chunks")
 
     def chunks_of_day(self, day: str, limit: int) -> list[tuple[int, str, str]]:
         """(chunk id, path, frontmatter date) of notes that may be about `day` (YYYY-MM-DD): the

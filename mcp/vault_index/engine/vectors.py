@@ -283,7 +283,11 @@ class SqliteVecIndex:
 
 
 def open_vector_index(store: Store, model: str, backend: str = "auto"):
-    """The backend the settings ask for; `auto` is numpy (faster here, see the ADR)."""
+    """The store's own index (pgvector) if it has one; else the backend the settings ask for;
+    `auto` is numpy (faster here, see the ADR)."""
+    own = store.open_vector_index(model)
+    if own is not None:
+        return own
     if backend == "sqlite-vec":
         db = sqlite_vec_connection(store.path)
         if db is not None:

@@ -6,7 +6,6 @@ engine pieces on its own.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,7 +14,8 @@ from vault_index.engine import indexer
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
 from vault_index.engine.sources import looks_binary, real_path, resolve_inside
-from vault_index.engine.store import BUSY_TIMEOUT_S, Store
+from vault_index.engine.store import BUSY_TIMEOUT_S
+from vault_index.engine.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services.boundaries import agent_sources
 from vault_index.services.search import DEFAULT_MODE, Filters, Searcher
@@ -32,7 +32,7 @@ EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-ind
 @dataclass
 class App:
     settings: Settings
-    store: Store
+    store: IndexStore
     models: Models
     searcher: Searcher
 
@@ -41,7 +41,7 @@ class App:
              busy_timeout: float = BUSY_TIMEOUT_S) -> App:
         """`busy_timeout`: how long a write waits for another process's write (the edit hook: short)."""
         settings = settings or Settings.from_env()
-        store = Store(settings.db_path, busy_timeout=busy_timeout)
+        store = open_store(settings.db_path, settings.index_url, busy_timeout)
         models = models or Models(
             settings.embed_model, settings.rerank_model, settings.model_cache, settings.rerank
         )
@@ -179,11 +179,11 @@ class App:
         model = self.store.get_meta("embed_model")
         vectors = self.store.vector_count(model) if model else 0
         counts = self.store.counts()
-        backend = "numpy"
-        if self.settings.vector_backend == "sqlite-vec":
+        backend = self.store.vector_backend or "numpy"
+        if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
             backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
         return {
-            "db": str(self.store.path), "db_bytes": _size(self.store.path), **counts,
+            "db": self.store.location, "db_bytes": self.store.size_bytes(), **counts,
             "sources": self.store.source_stats(), "embed_model": model or None,
             "embed_setting": self.settings.embed_model, "vectors": vectors,
             "vectors_live": bool(vectors), "vector_backend": backend,
@@ -237,6 +237,3 @@ def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
         raise UsageError(f"{asked} is a binary file, not a note")
     return raw
 
-
-def _size(path: Path) -> int:
-    return sum(os.path.getsize(p) for p in (str(path), str(path) + "-wal") if os.path.exists(p))

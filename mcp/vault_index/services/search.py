@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from vault_index.engine.chunk import embed_text_for
 from vault_index.engine.models import Models
-from vault_index.engine.store import Store
+from vault_index.engine.store_contract import IndexStore
 from vault_index.engine.vectors import open_vector_index
 from vault_index.errors import UsageError
 from vault_index.services import dates, fusion
@@ -75,7 +75,7 @@ class _DocCounts:
 class Searcher:
     """Holds the store, the lazily loaded models and the in-memory vector index."""
 
-    def __init__(self, store: Store, models: Models, vector_backend: str = "auto"):
+    def __init__(self, store: IndexStore, models: Models, vector_backend: str = "auto"):
         self.store, self.models, self.vector_backend = store, models, vector_backend
         self._vector_index = None
         self._rerank_said = False  # the reranker's absence is said once per process, not per search
@@ -271,7 +271,7 @@ class Searcher:
             return []
         patterns = [re.compile(re.escape(t), re.IGNORECASE) for t in terms]
         scored = []
-        for cid, text in self.store.db.execute("SELECT id, text FROM chunks"):
+        for cid, text in self.store.chunk_texts():
             if allowed is not None and cid not in allowed:
                 continue
             count = sum(1 for p in patterns if p.search(text))

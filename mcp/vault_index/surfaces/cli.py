@@ -215,6 +215,31 @@ def cmd_status(app, args) -> int:
     return 0
 
 
+def cmd_migrate(app, args) -> int:
+    """Copy the SQLite index (VAULT_INDEX_DB) into an empty PostgreSQL database (ADR 0017)."""
+    from vault_index.engine.store_contract import is_postgres_url, open_store, redact
+
+    settings = Settings.from_env()
+    if not is_postgres_url(args.to):
+        raise UsageError(f"--to must be a postgresql:// URL (got {redact(args.to)!r})")
+    if not settings.db_path.is_file():
+        raise UsageError(f"there is no SQLite index at {settings.db_path} to copy; "
+                         "VAULT_INDEX_DB names the one to migrate")
+    from vault_index.engine.migrate_store import copy_index, describe
+
+    source = open_store(settings.db_path)
+    try:
+        target = open_store(settings.db_path, args.to)
+        try:
+            copied = copy_index(source, target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    print(_json(copied) if args.json else describe(copied, str(settings.db_path), redact(args.to)))
+    return 0
+
+
 def cmd_eval(app, args) -> int:
     if args.suite:
         from vault_index.tooling.suite import run_suite
@@ -338,6 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", parents=[common], help="index state, models, vector backend, problems")
     p.set_defaults(run=cmd_status)
 
+    p = sub.add_parser("migrate", parents=[common],
+                       help="copy the SQLite index into an empty PostgreSQL database (vectors too, no re-embedding)")
+    p.add_argument("--to", required=True, metavar="URL", help="postgresql://user:password@host/database")
+    p.set_defaults(run=cmd_migrate)
     p = sub.add_parser("eval", parents=[common], help="score retrieval on the golden set")
     p.add_argument("--golden", default="eval/golden.jsonl")
     p.add_argument("--vault", default="example-vault", help="folder the golden labels point into")
@@ -404,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # eval and bench open their own indexes; serve opens one inside the server.
         # graph commands read the memory file only.
-        app = None if args.command in ("bench", "serve", "eval", "graph", "watch", "token") else App.open()
+        app = None if args.command in ("bench", "serve", "eval", "graph", "watch", "token", "migrate") else App.open()
         try:
             return args.run(app, args)
         finally:

@@ -1,0 +1,160 @@
+"""What only the PostgreSQL store has: migrations under an advisory lock, the FTS5-to-tsquery
+translation, HNSW above a threshold (and exact search below it, and with filters)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import numpy as np
+import pytest
+from conftest import database_url
+from vault_index.engine.chunk import chunk_note
+from vault_index.engine.parse import parse_note
+
+psycopg = pytest.importorskip("psycopg")
+pg_store = pytest.importorskip("vault_index.engine.pg_store")
+
+
+@pytest.fixture
+def backend() -> str:
+    return "postgresql"  # store_factory gives PostgreSQL stores in this module
+
+
+def _put(store, source_id: int, path: str, text: str) -> None:
+    note = parse_note(path, text)
+    store.replace_file(source_id, path, (1.0, len(text)), f"h-{path}-{len(text)}", note, chunk_note(note))
+
+
+def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_url):
+    name = f"t_fresh_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url, errors, stores = database_url(pg_server_url, name), [], []
+    start = threading.Barrier(4)
+
+    def open_one():
+        start.wait()
+        try:
+            stores.append(pg_store.PgStore(url))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == [] and len(stores) == 4
+        rows = stores[0].db.execute("SELECT number, name FROM schema_migrations").fetchall()
+        assert rows == [(1, "m001_initial")]
+    finally:
+        for store in stores:
+            store.close()
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_accepted():
+    assert pg_store.parse_match('"apple"') == (["apple"], "OR")
+    assert pg_store.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
+    assert pg_store.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
+    for bad in ("", "apple", '"a" NEAR "b"', '"a" OR "b" AND "c"', '"a" "b"'):
+        with pytest.raises(ValueError):
+            pg_store.parse_match(bad)
+
+
+def test_a_term_in_title_and_heading_ranks_above_one_in_the_body_and_and_needs_every_term(store_factory):
+    store = store_factory()
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/body.md", "# Misc\n\nsome notes mention a sprocket once, among many other words here\n")
+    _put(store, sid, "/v/title.md", "# Sprocket\n\nmany other words here, about nothing in particular\n")
+    _put(store, sid, "/v/both.md", "# Chain\n\nsprocket and chain\n")
+    rows = store.chunk_rows(i for i, _ in store.keyword('"sprocket"', 10))
+    ranked = [rows[i].path for i, _ in store.keyword('"sprocket"', 10)]
+    assert ranked[0] == "/v/title.md" and set(ranked) == {"/v/body.md", "/v/title.md", "/v/both.md"}
+    both = store.keyword('"sprocket" AND "chain"', 10)
+    assert [store.chunk_rows([i])[i].path for i, _ in both] == ["/v/both.md"]
+    assert store.term_doc_count('"sprocket"', 2) == 2  # counted no further than the cap
+    assert store.keyword('"the"', 10) == [] and store.term_doc_count('"the"', 10) == 0  # a stopword: no error
+    assert store.keyword('"o""neil"', 10) == []  # a quote inside a term is a literal, not syntax
+
+
+def test_a_rare_term_outweighs_a_common_one_as_bm25_idf_would(store_factory):
+    store = store_factory()
+    sid = store.add_source("/v")
+    for i in range(8):
+        _put(store, sid, f"/v/common{i}.md", f"# C{i}\n\nwidget widget widget number {i}\n")
+    _put(store, sid, "/v/rare.md", "# R\n\nwidget and a flange\n")
+    (top, _), *_ = store.keyword('"widget" OR "flange"', 10)
+    assert store.chunk_rows([top])[top].path == "/v/rare.md"  # by IDF; ts_rank alone favours "widget widget widget"
+
+
+def test_a_nul_past_the_binary_sniff_is_stored_as_a_replacement_character(store_factory):
+    store = store_factory()
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/nul.md", "# Nul\n\nbefore\x00after zebraword\n")
+    (cid, _), = store.keyword('"zebraword"', 10)
+    assert "before\ufffdafter" in store.chunk_rows([cid])[cid].text
+
+
+def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(20, dim))
+    points = centres[rng.integers(0, 20, n)] + 0.3 * rng.normal(size=(n, dim))
+    return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database):
+    store = pg_store.PgStore(pg_database(), hnsw_min_vectors=300)
+    try:
+        sid = store.add_source("/v")
+        for i in range(60):
+            _put(store, sid, f"/v/n{i}.md", "\n\n".join(f"## S{j}\n\nnote {i} part {j} words" for j in range(6)))
+        hashes = [h for _, _, h in store.chunk_keys()]
+        vectors = _vectors(len(hashes), 32)
+        store.put_vectors("m", ((h, v.tobytes()) for h, v in zip(hashes, vectors, strict=True)))
+        index = store.open_vector_index("m")
+        queries = _vectors(20, 32, seed=1)
+        exact = [index.search(q, 10) for q in queries]
+        assert not store.has_vector_index("m")
+        store.checkpoint()  # after a sync: 360 vectors >= 300, so the HNSW index is built
+        assert store.has_vector_index("m")
+        assert store.vector_index_name("m") in index.plan(queries[0])
+        approximate = [index.search(q, 10) for q in queries]
+        recall = np.mean([len({c for c, _ in a} & {c for c, _ in e}) / 10 for a, e in zip(approximate, exact,
+                                                                                            strict=True)])
+        assert recall >= 0.9
+        # scores are true cosines either way
+        cid, score = approximate[0][0]
+        row = hashes.index(store.chunk_keys()[cid - 1][2])
+        assert abs(score - float(vectors[row] @ queries[0])) < 1e-5
+        # a filter is applied in SQL, exactly, whatever the index
+        allowed = {c for c, _, _ in store.chunk_keys()[:30]}
+        filtered = index.search(queries[0], 5, allowed)
+        assert {c for c, _ in filtered} <= allowed and len(filtered) == 5
+        by_hand = sorted(((float(vectors[hashes.index(h)] @ queries[0]), c) for c, _, h in store.chunk_keys()
+                          if c in allowed), reverse=True)[:5]
+        assert [c for c, _ in filtered] == [c for _, c in by_hand]
+        assert index.search(queries[0], 5, set()) == []
+    finally:
+        store.close()
+
+
+def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database):
+    store = pg_store.PgStore(pg_database())
+    try:
+        sid = store.add_source("/v")
+        _put(store, sid, "/v/a.md", "## One\n\nalpha\n\n## Two\n\nbeta\n")
+        _put(store, sid, "/v/b.md", "## Three\n\ngamma\n")
+        keys = store.chunk_keys()
+        vectors = _vectors(len(keys), 8)
+        store.put_vectors("m", ((h, v.tobytes()) for (_, _, h), v in zip(keys, vectors, strict=True)))
+        query = vectors[2]
+        got = store.open_vector_index("m").note_similarity(query, [c for c, _, _ in keys])
+        centroid = vectors[:2].sum(axis=0)
+        assert got[keys[0][0]] == pytest.approx(float(centroid @ query / np.linalg.norm(centroid)), abs=1e-5)
+        assert got[keys[2][0]] == pytest.approx(1.0, abs=1e-5)
+    finally:
+        store.close()
