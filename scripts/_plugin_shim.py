@@ -1,4 +1,4 @@
-"""The plugin's MCP server while its environment is still being built: answer now, proxy later.
+"""The plugin's MCP server until the real one is up (being built, or importing): answer now, proxy later.
 
 Trigger: on a plugin's first session Claude Code starts the server at once, and the environment
 it needs takes one to several minutes to build (pip, the ONNX runtime, the models' packages);
@@ -38,6 +38,10 @@ INSTALLING = ("vault-index is installing its environment (first session of the p
               "It is the user's long-term memory of markdown notes: search it with recall or search_notes "
               "before answering questions about past work, decisions, people or lessons, instead of "
               "guessing, and cite the path of each note used.")
+READY = ("vault-index is the user's long-term memory of markdown notes. Search it with recall (notes, lessons "
+         "and the knowledge graph at once) or search_notes before answering questions about past work, "
+         "decisions, people or lessons, instead of guessing; cite the path and heading of each note used, and "
+         "open a note with get_note when a snippet is not enough. index_paths adds a folder.")
 
 
 def load_snapshot() -> dict:
@@ -51,8 +55,9 @@ def load_snapshot() -> dict:
 class Shim:
     """Holds the one state there is: the client's handshake, the build's outcome, the child."""
 
-    def __init__(self, build: Callable[[], list[str]], out=None, log=None):
+    def __init__(self, build: Callable[[], list[str]], out=None, log=None, installing: bool = True):
         self.build = build  # returns the real server's command line; raises when the build fails
+        self.instructions = INSTALLING if installing else READY  # what the early handshake says
         self.out = out or sys.stdout
         self.log = log or (lambda message: print(f"vault-index plugin: {message}", file=sys.stderr, flush=True))
         self.snapshot = load_snapshot()
@@ -63,6 +68,12 @@ class Shim:
         self.initialize: dict | None = None  # the client's initialize request, replayed to the child
         self.initialized = False
         self.child: subprocess.Popen | None = None
+        # The real server starts on its own thread: its imports take seconds (more on a loaded
+        # machine), and the loop must keep answering the handshake and listings meanwhile.
+        self.starting = threading.Lock()
+        self.start_requested = False
+        self.child_up = threading.Event()  # the real server answered the replayed handshake
+        self.start_over = threading.Event()  # the start ended, well or not
 
     # --- output ----------------------------------------------------------------------------------
 
@@ -100,7 +111,7 @@ class Shim:
             wanted = (message.get("params") or {}).get("protocolVersion")
             if wanted in self.snapshot.get("protocol_versions", []):
                 result["protocolVersion"] = wanted
-            result["instructions"] = INSTALLING
+            result["instructions"] = self.instructions
             self.reply(message, result)
         elif method == "notifications/initialized":
             self.initialized = True
@@ -113,12 +124,34 @@ class Shim:
             self.reply(message, {EMPTY_LISTS[method]: []})
         elif is_request:
             self.done.wait(WAIT_FOR_BUILD_S)
-            if self.child is None and not self._start_child():
-                self.fail(message, self.error or INSTALLING + " Try again in a minute.")
+            self.start_child_soon()
+            self.start_over.wait(WAIT_FOR_BUILD_S)
+            if not self.child_up.is_set():
+                self.fail(message, self.error or self.instructions + " Try again in a minute.")
                 return
             self.forward(message)
 
     # --- the real server -------------------------------------------------------------------------
+
+    def start_child_soon(self) -> None:
+        """Start the real server on a thread of its own, once; no-op before the build is done."""
+        with self.starting:
+            if self.start_requested or not self.done.is_set():
+                return
+            self.start_requested = True
+        threading.Thread(target=self._start_in_background, daemon=True).start()
+
+    def _start_in_background(self) -> None:
+        started = time.monotonic()
+        try:
+            if self._start_child():
+                self.child_up.set()
+                self.log(f"real server up after {time.monotonic() - started:.1f} s; serving")
+        except OSError as exc:
+            self.error = f"vault-index's server could not start: {exc}; run /mcp to see its log"
+            self.log(self.error)
+        finally:
+            self.start_over.set()
 
     def _start_child(self) -> bool:
         """Start the real server and replay the client's handshake; True when it answers."""
@@ -172,7 +205,6 @@ class Shim:
             lines.put(None)
 
         threading.Thread(target=read, daemon=True).start()
-        started = time.monotonic()
         while True:
             try:
                 line = lines.get(timeout=POLL_S)
@@ -180,16 +212,15 @@ class Shim:
                 line = ""
             if line is None:
                 break
-            if self.child is None and self.done.is_set() and self.command and self.initialize:
-                if self._start_child():
-                    self.log(f"environment ready after {time.monotonic() - started:.0f} s; serving")
+            if self.initialize is not None:
+                self.start_child_soon()
             if not line.strip():
                 continue
             try:
                 message = json.loads(line)
             except ValueError:
                 continue
-            if self.child is not None:
+            if self.child_up.is_set():
                 self.forward(message)
             elif isinstance(message, dict):
                 self.answer_early(message)

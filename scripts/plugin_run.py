@@ -17,9 +17,11 @@ Who may install:
 - every other hook exits 0 at once, silently, when the environment is not ready: a hook must never
   hold up or block a tool call, and the SessionStart hook will have built it by the next session.
 
-The first `serve`, before the environment exists, runs the standard-library shim in
-_plugin_shim.py: it answers the MCP handshake and the tool list at once (no "Failed to connect"
-while the build runs) and passes everything through to the real server once it is built. The
+Every `serve` runs the standard-library shim in _plugin_shim.py: it answers the MCP handshake and
+the tool list at once and passes everything through to the real server once it is up. On the
+first session that spares "Failed to connect" while the build runs; on later ones it keeps a
+loaded machine, where the real server's imports outlast Claude Code's 5 s connect wait, from
+starting a session without tools. The
 build goes to venv.partial with a marker per finished step and is renamed to venv when complete,
 so a build cut short resumes where it stopped.
 
@@ -256,6 +258,17 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CLAUDE_PLUGIN_ROOT", str(root))
 
     override = os.environ.get("VAULT_INDEX_PYTHON")
+    if name == "serve" and (override or (sys.version_info >= MIN_PYTHON and is_ready(root, data))):
+        # Trigger: a second session, with the environment built, got no tools on a loaded machine:
+        # Claude Code waits 5 s for a server's handshake (MCP_CONNECT_TIMEOUT_MS) and then goes on
+        # with it "pending"; importing the MCP SDK alone took longer than that there.
+        # Why: the real server cannot answer before its imports, however little it does at start.
+        # Outcome: every session, not only the first, connects through the standard-library shim,
+        # which answers at once and hands over to the real server as soon as it is up.
+        from _plugin_shim import Shim
+
+        python = Path(override) if override else venv_python(data / "venv")
+        return Shim(lambda: target_command(python, root, name, args), installing=False).run()
     if override:
         return _exec(target_command(override, root, name, args))
     if not is_ready(root, data) and is_hook:

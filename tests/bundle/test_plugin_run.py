@@ -88,6 +88,8 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        # answered by the real server, not the shim's snapshot: the hand-over happened
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_sources", "arguments": {}}},
     ]
     proc = subprocess.Popen(
         [sys.executable, str(PLUGIN_RUN), "serve", "--memory-file", str(tmp_path / "m.jsonl")],
@@ -98,12 +100,13 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
     try:
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
         proc.stdin.flush()
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        replies = [json.loads(proc.stdout.readline()) for _ in range(3)]
     finally:
         proc.kill()
         proc.communicate()
     names = {t["name"] for t in replies[1]["result"]["tools"]}
     assert {"search_notes", "recall"} <= names
+    assert replies[2]["id"] == 3 and "result" in replies[2], replies[2]
     assert (tmp_path / "data" / "vault-index.db").exists()  # the index lives in the plugin's data folder
 
 
