@@ -1,13 +1,13 @@
-"""The hooks' input and exit plumbing, importing `json`, `os` and `sys` only.
+"""The hooks' input and exit plumbing, importing `os` and `sys` only (`json` when a payload is parsed).
 
-The re-index hook runs after every edit and, while a server runs, only reads its payload and hands
-the path over a socket: this is all it imports before that (pathlib, re and the transcript reader
-in _hooklib.py cost it tens of milliseconds under load). _hooklib.py re-exports everything here.
+The re-index hook runs after every edit and, while a server runs, only reads its payload and
+forwards the bytes over a socket: this is all it imports before that (json pulls in re; pathlib
+and the transcript reader in _hooklib.py cost it tens of milliseconds more under load).
+_hooklib.py re-exports everything here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -26,18 +26,29 @@ def ensure_package() -> None:
         sys.path.insert(0, os.path.join(ROOT, "mcp"))
 
 
-def read_payload() -> dict:
-    """The hook's JSON object; {} for empty, non-JSON, non-UTF-8 or non-object input."""
+def read_raw() -> bytes:
+    """The hook's stdin as bytes; b"" when there is none or it cannot be read."""
     try:
         stream = sys.stdin.buffer if sys.stdin is not None else None
-        raw = stream.read() if stream is not None else b""
+        return stream.read() if stream is not None else b""
     except (OSError, ValueError):
-        return {}
+        return b""
+
+
+def parse_payload(raw: bytes) -> dict:
+    """The JSON object in `raw`; {} for empty, non-JSON, non-UTF-8 or non-object input."""
+    import json
+
     try:
         data = json.loads(raw.decode("utf-8", errors="replace")) if raw.strip() else {}
     except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def read_payload() -> dict:
+    """The hook's JSON object; {} for empty, non-JSON, non-UTF-8 or non-object input."""
+    return parse_payload(read_raw())
 
 
 def text(mapping: object, key: str) -> str:

@@ -9,11 +9,13 @@ HOOK_BUSY_TIMEOUT_S, not the 30 s other commands wait: the edit is then left to 
 A FIFO or device named like a note is refused when opened, without blocking (engine/fileio.py).
 
 The index decides what counts: App.reindex_file ignores files outside registered sources,
-under secrets/ or hidden folders, and non-notes. Before paying for that import (about 130 ms)
-the hook drops the cheap cases itself: no file path, a failed tool, a suffix that is never a
-note (most edits in a code repository), or no index file yet (opening one would create it).
-When a server runs on the same index, the hook hands it the path over the index's socket and
-returns (the server has the model loaded; ADR 0010); otherwise it re-indexes in its own process.
+under secrets/ or hidden folders, and non-notes. When no index file exists yet (opening one
+would create it) the hook stops there. When a server runs on the same index, the hook forwards
+its payload, unparsed, over the index's socket and returns: the server reads the path out of it
+with the rules below and has the model loaded (ADR 0010). Otherwise, before paying for the
+package import (about 130 ms), the hook drops the cheap cases itself: no file path, a failed
+tool, a suffix that is never a note (most edits in a code repository), then re-indexes in its
+own process.
 """
 
 from __future__ import annotations
@@ -30,45 +32,35 @@ import _hookio as hooks  # noqa: E402 - the scripts folder is not a package
 HOOK_BUSY_TIMEOUT_S = 0.5
 
 
-def tool_failed(response: object) -> bool:
-    """Whether tool_response says the edit did not happen (PostToolUse normally means success)."""
-    if not isinstance(response, dict):
-        return False
-    return response.get("success") is False or bool(response.get("error")) or response.get("is_error") is True
+def may_name_a_note(raw: bytes) -> bool:
+    """False when no note suffix occurs anywhere in the payload, so it cannot name a note.
 
-
-def target_path(payload: dict) -> str | None:
-    """The edited file as an absolute path (a string: pathlib is not imported on the hand-off path)."""
-    tool_input = payload.get("tool_input")
-    raw = hooks.text(tool_input, "file_path") or hooks.text(tool_input, "notebook_path")
-    if not raw or "\x00" in raw:
-        return None
-    path = os.path.expanduser(raw)
-    if not os.path.isabs(path):
-        base = hooks.text(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        path = os.path.join(base, path)
-    return path
+    Most edits in a code repository stop here, before any import."""
+    lowered = raw.lower()
+    return any(suffix.encode() in lowered for suffix in hooks.NOTE_SUFFIXES)
 
 
 def main() -> None:
-    payload = hooks.read_payload()
-    path = target_path(payload)
-    if path is None or tool_failed(payload.get("tool_response")):
-        return
-    if os.path.splitext(path)[1].lower() not in hooks.NOTE_SUFFIXES:
+    raw = hooks.read_raw()
+    if not may_name_a_note(raw):
         return
     hooks.ensure_package()
     # Trigger: with a server running, this is all an edit costs; it ran at 3x `python -c pass`
-    # under load when it imported config (dataclasses, pathlib, hashlib) and the server's side.
-    # Outcome: two modules that import os and socket only (locations, edit_client; issue 13).
+    # under load when it imported config (dataclasses, pathlib, hashlib) and the server's side,
+    # and still at 2x with json and socket. Outcome: two modules that import os and _socket only
+    # (locations, edit_client); the payload goes to the server unparsed (issue 13).
     from vault_index.locations import default_db_path
-    from vault_index.services.edit_client import hand_off
+    from vault_index.services.edit_client import edited_note, hand_off_payload
 
     db_path = default_db_path()
     if not os.path.exists(db_path):
         return  # nothing indexed yet, so nothing to keep fresh
-    if hand_off(db_path, path) is not None:
-        return  # a running server re-indexes it with its loaded model (ADR 0010)
+    base = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    if raw.strip() and hand_off_payload(db_path, raw, base) is not None:
+        return  # a running server re-indexes it with its loaded model (ADR 0010), or it is no note
+    path = edited_note(hooks.parse_payload(raw), base)
+    if path is None:
+        return  # no path, a failed tool, or a suffix that is never a note
     from vault_index.config import Settings
     from vault_index.errors import IndexBusyError
     from vault_index.services.app import App

@@ -27,7 +27,8 @@ def reference_slug(project: Path) -> str:
     return f"{name}-{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:8]}"
 
 
-@pytest.mark.parametrize("name", ["app", "my project (copy)", "--x--", "ünïcode dir", "a" * 60, ".hidden", "é"])
+@pytest.mark.parametrize("name", ["app", "my project (copy)", "--x--", "ünïcode dir", "a" * 60, ".hidden", "é",
+                                  "a -- b", "x!!y..z", "tab\tname", "日本語"])
 def test_project_slug_matches_the_pathlib_version(clean, name):
     folder = clean / "work" / name
     folder.mkdir(parents=True)

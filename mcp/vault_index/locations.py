@@ -53,10 +53,23 @@ def is_tool_checkout(folder: str) -> bool:
 def project_slug(project: str) -> str:
     """`<name>-<hash>`: readable, and two folders of the same name never share an index."""
     resolved = os.path.realpath(os.path.expanduser(project))
-    import re  # already loaded in the hook (json imports it)
-
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(resolved)).strip("-.")[:40] or "root"
+    name = _safe_name(os.path.basename(resolved)).strip("-.")[:40] or "root"
     return f"{name}-{_sha256_hex(resolved.encode('utf-8'))[:PROJECT_HASH_CHARS]}"
+
+
+def _safe_name(name: str) -> str:
+    """re.sub(r"[^A-Za-z0-9._-]+", "-", name) without importing re (the edit hook no longer
+    imports json, which loaded it; tests/test_locations.py compares the two)."""
+    out: list[str] = []
+    in_run = False
+    for ch in name:
+        if ch.isascii() and (ch.isalnum() or ch in "._-"):
+            out.append(ch)
+            in_run = False
+        elif not in_run:
+            out.append("-")
+            in_run = True
+    return "".join(out)
 
 
 def default_db_path() -> str:

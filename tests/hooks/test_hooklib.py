@@ -79,7 +79,9 @@ def test_touched_files_are_the_edited_ones_latest_last():
 
 
 def test_the_hook_suffixes_match_the_indexer():
-    assert hooks.NOTE_SUFFIXES == NOTE_SUFFIXES
+    from vault_index.services import edit_client
+
+    assert hooks.NOTE_SUFFIXES == edit_client.NOTE_SUFFIXES == NOTE_SUFFIXES
 
 
 @pytest.mark.parametrize("content, expected", [

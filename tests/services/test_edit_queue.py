@@ -7,6 +7,7 @@ model); the hook runs as Claude Code runs it, a separate process, so the socket 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -23,8 +24,15 @@ from helpers import BIKE, GARDEN, FakeEmbedder, make_settings, write
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hooks"))
 from hookrun import hook_env, run_script  # noqa: E402
 from vault_index.engine.models import Models  # noqa: E402
+from vault_index.services import edit_queue  # noqa: E402
 from vault_index.services.app import App  # noqa: E402
-from vault_index.services.edit_queue import MAX_SOCKET_PATH_BYTES, EditListener, hand_off, socket_path  # noqa: E402
+from vault_index.services.edit_queue import (  # noqa: E402
+    MAX_SOCKET_PATH_BYTES,
+    EditListener,
+    hand_off,
+    hand_off_payload,
+    socket_path,
+)
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix sockets only")
 WAIT_S = 20.0
@@ -103,9 +111,40 @@ def test_paths_the_index_would_not_take_are_refused(served, short_dir, where):
     assert listener.done == 0 and listener.paths.empty()
 
 
-def test_what_is_not_one_absolute_path_gets_no_answer(served):
+def edit(tool: str, file_path: str, cwd: str | None = None, **response) -> bytes:
+    payload = {"hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": {"file_path": file_path},
+               "tool_response": response}
+    if cwd is not None:
+        payload["cwd"] = cwd
+    return json.dumps(payload).encode()
+
+
+def test_a_forwarded_payload_is_read_as_the_hook_would_read_it(served, short_dir):
+    vault, settings, embedder, listener = served
+    write(vault, "bike.md", BIKE + "\n## Brakes\n\nwallabypad disc brake\n")
+    write(vault, "garden.md", GARDEN + "\n## Frost\n\nnumbatfrost fleece\n")
+    elsewhere = str(short_dir / "elsewhere")
+    assert hand_off_payload(settings.db_path, edit("Edit", "bike.md", str(vault)), elsewhere) == "queued"
+    # no cwd in the payload: the hook's base folder resolves the relative path
+    assert hand_off_payload(settings.db_path, edit("Write", "garden.md"), str(vault)) == "queued"
+    assert wait_for(lambda: listener.done >= 2)
+    assert found(settings, embedder, "wallabypad numbatfrost", "keyword") == {"bike.md", "garden.md"}
+    # a failed tool, a file that is no note, a secret: answered at once, nothing queued
+    refused = (edit("Edit", "bike.md", str(vault), success=False), edit("Edit", "tool.py", str(vault)),
+               edit("Write", "secrets/keys.md", str(vault)), b"{}")
+    for payload in refused:
+        assert hand_off_payload(settings.db_path, payload, str(vault)) == "refused", payload
+    time.sleep(0.3)
+    assert listener.done == 2 and listener.paths.empty()
+
+
+def test_what_is_not_one_absolute_path_gets_no_answer(served, monkeypatch):
     _, settings, _, listener = served
-    requests = (b"relative/path.md\n", b"/a/b\x00c.md\n", b"\xff\xfe/bad\n", b"/" + b"a" * 5000 + b"\n", b"/no/nl")
+    monkeypatch.setattr(edit_queue, "MAX_PAYLOAD_BYTES", 1000)
+    big = edit("Write", "/x/big.md") + b" " * 6000  # over the (lowered) payload cap
+    requests = (b"relative/path.md\n", b"/a/b\x00c.md\n", b"\xff\xfe/bad\n", b"/" + b"a" * 5000 + b"\n", b"/no/nl",
+                b"payload relative/base\n" + edit("Write", "x.md"), b"payload /base\nnot json",
+                b"payload /base\n[1, 2]", b"payload /base" + edit("Write", "/x/y.md"), b"payload /base\n" + big)
     for request in requests:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
             client.settimeout(5)
@@ -214,6 +253,8 @@ def test_the_hand_off_path_imports_only_the_socket_client(served):
                 if line.startswith("import time:") and "|" in line}
     ours = {name for name in imported if name.split(".")[0] in ("vault_index", "_hooklib", "_hookio")}
     assert ours - {"_hookio"} == HAND_OFF_MODULES, ours
+    # and none of the standard library's slower modules: the payload goes over unparsed
+    assert not imported & {"json", "socket", "re", "pathlib", "enum", "selectors"}, imported & {"json", "socket", "re"}
     assert wait_for(lambda: listener.done >= 1)  # handed off, and the server re-indexed it
     assert "bike.md" in found(settings, embedder, "quokkawax drip lube")
     assert str(note) == str(vault / "bike.md")

@@ -5,9 +5,11 @@ embedding model every time (0.65-1.5 s). A running server has the model loaded a
 server listens on a Unix socket beside the index file (`<db>.sock`, mode 0600, same user only),
 the hook sends the edited path and returns, and the server re-indexes with its loaded model.
 
-The channel carries one thing: a path. The server applies the same rules as a full sync (inside
-a registered source, a note there, never `secrets/` or hidden folders) before it queues it, and
-answers `queued` or `refused`; anything else (not a path, too long, another user) is dropped.
+The channel carries one thing: an edited path, either as a line or inside the hook's forwarded
+PostToolUse payload (the hook then need not import `json`). The server applies the same rules as
+a full sync (inside a registered source, a note there, never `secrets/` or hidden folders) before
+it queues it, and answers `queued` or `refused`; anything else (no path, too long, another user)
+is dropped.
 When no server listens, `hand_off` says so at once and the hook re-indexes in its own process.
 
 The hook's side (`hand_off`) lives in services/edit_client.py, which imports `os` and `socket`
@@ -17,6 +19,7 @@ only; this module is the server's side.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import socket
@@ -29,17 +32,21 @@ from pathlib import Path
 
 from vault_index.services.edit_client import (  # the hook's side; re-exported for callers
     HAND_OFF_TIMEOUT_S,
+    MAX_PAYLOAD_BYTES,
     MAX_SOCKET_PATH_BYTES,
+    PAYLOAD_PREFIX,
     QUEUED,
     REFUSED,
     SOCKET_SUFFIX,
+    edited_note,
     hand_off,
+    hand_off_payload,
     socket_name,
     usable,
 )
 
 __all__ = ["EditListener", "HAND_OFF_TIMEOUT_S", "MAX_SOCKET_PATH_BYTES", "SOCKET_SUFFIX", "hand_off",
-           "socket_path"]
+           "hand_off_payload", "socket_path"]
 
 SOCKET_MODE = 0o600
 MAX_REQUEST_BYTES = 4096  # a path; PATH_MAX on Linux
@@ -65,30 +72,55 @@ def _same_user(conn: socket.socket) -> bool:
 
 
 def _read_request(conn: socket.socket) -> str | None:
-    """The one line a client sends, as an absolute path, or None when it is not one.
+    """The note a client names, as an absolute path; "" for a well-formed payload that names
+    no note (answered `refused`); None for anything else (no answer).
 
+    Two forms: one line holding an absolute path, or a hook's forwarded payload
+    (`payload <base>\n<JSON>` up to EOF; edit_client.hand_off_payload), whose edited note is read
+    with the rules the hook applies itself when no server runs (edit_client.edited_note).
     Trigger: the per-recv timeout let a client trickle a byte at a time hold the one listener
     thread (and every hook's hand-off behind it) for minutes. Outcome: READ_TIMEOUT_S bounds the
     whole request, not each read."""
     deadline = time.monotonic() + READ_TIMEOUT_S
-    data = b""
-    while b"\n" not in data and len(data) <= MAX_REQUEST_BYTES:
+    chunks: list[bytes] = []
+    size, limit = 0, MAX_REQUEST_BYTES
+    while size <= limit:
         left = deadline - time.monotonic()
         if left <= 0:
             return None
         conn.settimeout(left)
-        part = conn.recv(MAX_REQUEST_BYTES + 1 - len(data))
+        part = conn.recv(min(1 << 20, limit + 1 - size))
         if not part:
             break
-        data += part
-    line, newline, _ = data.partition(b"\n")
+        chunks.append(part)
+        size += len(part)
+        if len(chunks) == 1 and part.startswith(PAYLOAD_PREFIX[:size]):
+            limit = MAX_REQUEST_BYTES + MAX_PAYLOAD_BYTES  # a payload: read to EOF
+        elif limit == MAX_REQUEST_BYTES and b"\n" in part:
+            break
+    if size > limit:
+        return None
+    data = b"".join(chunks)
+    line, newline, rest = data.partition(b"\n")
     if not newline or not line or b"\x00" in line:
         return None
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if line.startswith(PAYLOAD_PREFIX):
+        return _payload_note(text[len(PAYLOAD_PREFIX):], rest)
     return text if os.path.isabs(text) else None
+
+
+def _payload_note(base: str, raw: bytes) -> str | None:
+    try:
+        payload = json.loads(raw.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or not os.path.isabs(base):
+        return None
+    return edited_note(payload, base) or ""  # "": a payload, but no note in it (refused)
 
 
 class EditListener:
@@ -177,7 +209,7 @@ class EditListener:
             note = _read_request(conn)
             if note is None:
                 return
-            if is_indexable(app.store, note):
+            if note and is_indexable(app.store, note):
                 self.paths.put(note)
                 conn.sendall(QUEUED)
             else:

@@ -110,6 +110,7 @@ def _in_process(root: Path, db: Path, models, runs: int) -> dict:
 
 
 async def _session(root: Path, env: dict, runs: int, errlog, edit_payload, hook_script: Path) -> dict:
+    import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -134,6 +135,10 @@ async def _session(root: Path, env: dict, runs: int, errlog, edit_payload, hook_
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
                 waiter = threading.Thread(target=_stamp_exit, args=(proc, payload, hook_done), daemon=True)
                 waiter.start()
+                # Claude Code waits for a PostToolUse hook before the agent's next step, so the
+                # first search comes after the hook exits: searching while it runs would time the
+                # hook against a server busy with searches no session sends at that moment.
+                await anyio.to_thread.run_sync(waiter.join, POLL_TIMEOUT_S)
                 while time.perf_counter() - t0 < POLL_TIMEOUT_S:
                     result = await session.call_tool(
                         "search_notes", {"query": marker, "mode": "hybrid", "limit": 3})
