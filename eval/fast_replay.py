@@ -38,6 +38,7 @@ class Prepared:
     file: np.ndarray  # file index per candidate
     answer_file: np.ndarray  # per file index: is it an answer's file
     relevant: np.ndarray  # per candidate: an answer's file and heading
+    top_cov: float  # coverage of the keyword side's best hit (0 without keyword hits)
 
 
 def prepare(q: dict) -> Prepared:
@@ -49,6 +50,7 @@ def prepare(q: dict) -> Prepared:
     files = list(dict.fromkeys(c["path"] for c in cands))
     index = {f: i for i, f in enumerate(files)}
     answers = {a[0] for a in q["answers"]}
+    best_kw = min((c for c in cands if c["kw_rank"]), key=lambda c: c["kw_rank"], default=None)
     return Prepared(
         kind=q["kind"],
         ids=np.array([c["id"] for c in cands]),
@@ -61,17 +63,19 @@ def prepare(q: dict) -> Prepared:
         answer_file=np.array([f in answers for f in files]),
         relevant=np.array([any(c["path"] == f and heading_matches(c["heading"], h) for f, h in q["answers"])
                            for c in cands]),
+        top_cov=best_kw["cov"] if best_kw else 0.0,
     )
 
 
 def scores(p: Prepared, v: dict) -> np.ndarray:
-    s = p.cos + v["w"] * p.cov ** v["pow"] + v["note"] * p.note
+    keyword_part = v["w"] * p.cov ** v["pow"]
     if v.get("bm"):
         term = v["bm"] * p.strength ** v.get("bm_pow", 1)
         if v.get("bm_cov"):
             term = term * p.cov ** v["bm_cov"]
-        s = s + np.where(p.has_bm, term, 0.0)
-    return s
+        keyword_part = keyword_part + np.where(p.has_bm, term, 0.0)
+    trust = 1.0 if v.get("conf") is None else min(1.0, v["conf"] * p.top_cov)
+    return p.cos + v["note"] * p.note + trust * keyword_part
 
 
 def order(p: Prepared, v: dict) -> np.ndarray:
@@ -145,4 +149,5 @@ def check(datasets: dict, variants: list[dict]) -> None:
 if __name__ == "__main__":
     base = {**rf.START, "bm": 0.2, "bm_pow": 3}
     check(rf.load(Path(sys.argv[1])), [base, {**base, "bm_cov": 2}, {**base, "file_agg": 0.2, "w": 0.1},
-                                       {**rf.START}, {**base, "bm_cov": 1, "bm_pow": 1, "note": 0.3}])
+                                       {**rf.START}, {**base, "bm_cov": 1, "bm_pow": 1, "note": 0.3},
+                                       rf.SHIPPED, {**rf.SHIPPED, "conf": 3.0, "file_agg": 0.2}])

@@ -107,10 +107,13 @@ def fused_order(q, p: dict):
     date_terms = query_dates(q["query"]) if p.get("date") else set()
     if p.get("names") and has_name(q["query"]):
         weight *= 1 + p["names"]
+    # the keyword confidence of fusion.keyword_confidence: scale x coverage of the best keyword hit
+    trust = 1.0 if p.get("conf") is None else min(1.0, p["conf"] * (kw_top[0]["cov"] if kw_top else 0.0))
     scores = {}
     for c in cands:
         cos = c["cos"] if (c["vec"] or p.get("real_cos")) and c["cos"] is not None else floor
-        s = cos + weight * c["cov"] ** p["pow"] + p["note"] * c["note"]
+        s = cos + p["note"] * c["note"]
+        keyword_part = weight * c["cov"] ** p["pow"]
         if p.get("bm") and c["bm25"] is not None and top_bm > 0:
             term = p["bm"] * (c["bm25"] / top_bm) ** p.get("bm_pow", 1)
             if p.get("bm_cov"):
@@ -121,7 +124,8 @@ def fused_order(q, p: dict):
                 term *= (1 + p["bm_vec"] * (VEC_PIVOT - top_cos))
             if p.get("bm_rare"):
                 term *= rarity(q) ** p["bm_rare"]
-            s += term
+            keyword_part += term
+        s += trust * keyword_part
         if p.get("rrf"):
             if c["kw_rank"]:
                 s += p["rrf"] / (p.get("rrf_k", 60) + c["kw_rank"]) * 60
@@ -213,7 +217,11 @@ def chain(datasets: dict, bases: dict, train: list[str], criterion: str, start: 
 
 # The family, listed simplest first (earliest wins ties): the keyword-score term first, then the
 # constants of ADR 0002 with their old value first, then the rules, off first.
-START = {"w": fusion.COVERAGE_WEIGHT, "pow": fusion.COVERAGE_POWER, "note": fusion.NOTE_WEIGHT, "bm": 0.0, "bm_pow": 1}
+# The constants of ADR 0002 (before the keyword-score term and the confidence gate): where the
+# one-at-a-time chain below starts. fusion.py ships SHIPPED (ADR 0005, dated sections).
+START = {"w": 0.25, "pow": 3, "note": 0.2, "bm": 0.0, "bm_pow": 1}
+SHIPPED = {"w": fusion.COVERAGE_WEIGHT, "pow": fusion.COVERAGE_POWER, "note": fusion.NOTE_WEIGHT,
+           "bm": fusion.KEYWORD_SCORE_WEIGHT, "bm_pow": fusion.KEYWORD_SCORE_POWER, "conf": fusion.CONFIDENCE_SCALE}
 # The keyword-score term (weight, power) is new: it is chosen jointly, off first.
 KEYWORD_TERM = [(0.0, 1)] + [(b, p) for p in (1, 2, 3) for b in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)]
 HARM = 0.01  # the shipped choice may cost no corpus more than this, at file or chunk level

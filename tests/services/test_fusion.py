@@ -31,7 +31,8 @@ def test_coverage_fusion_adds_weighted_coverage_power_to_the_cosine():
     keyword = fusion.ranked([(4, 12.0), (2, 9.0)])  # 4: keyword-only
     coverages = {1: 0.0, 2: 0.5, 3: 1.0, 4: 0.9}
     weight, power = 0.25, 3
-    fused = fusion.coverage_fusion(vector, keyword, coverages, weight=weight, power=power, keyword_weight=0.0)
+    fused = fusion.coverage_fusion(vector, keyword, coverages, weight=weight, power=power, keyword_weight=0.0,
+                                   note_weight=0.0, confidence_scale=None)
     floor = 0.30  # the lowest cosine the vector side returned
     expected = {
         1: 0.80 + weight * 0.0**power,
@@ -47,14 +48,39 @@ def test_coverage_fusion_adds_weighted_coverage_power_to_the_cosine():
 
 def test_coverage_fusion_defaults_to_the_module_constants_and_breaks_ties_by_id():
     vector = fusion.ranked([(9, 0.5), (3, 0.5)])
-    fused = fusion.coverage_fusion(vector, [], {9: 1.0, 3: 1.0})
+    keyword = fusion.ranked([(3, 2.0), (9, 2.0)])
+    fused = fusion.coverage_fusion(vector, keyword, {9: 1.0, 3: 1.0}, {9: 0.2, 3: 0.2})
     assert [cid for cid, _ in fused] == [3, 9]
-    assert fused[0][1] == pytest.approx(0.5 + fusion.COVERAGE_WEIGHT * 1.0**fusion.COVERAGE_POWER)
+    assert fused[0][1] == pytest.approx(0.5 + fusion.NOTE_WEIGHT * 0.2 + fusion.COVERAGE_WEIGHT * 1.0**fusion.COVERAGE_POWER
+                                        + fusion.KEYWORD_SCORE_WEIGHT * 1.0)
+
+
+def test_keyword_confidence_is_the_scaled_coverage_of_the_best_keyword_hit():
+    keyword = fusion.ranked([(4, 9.0), (2, 3.0)])
+    assert fusion.keyword_confidence(keyword, {4: 0.4, 2: 1.0}, scale=1.5) == pytest.approx(0.6)
+    assert fusion.keyword_confidence(keyword, {4: 0.9, 2: 0.0}, scale=1.5) == 1.0  # capped
+    assert fusion.keyword_confidence(keyword, {2: 1.0}, scale=1.5) == 0.0  # the best hit holds nothing
+    assert fusion.keyword_confidence([], {1: 1.0}) == 0.0  # no keyword side: no keyword evidence
+
+
+def test_a_weak_best_keyword_hit_scales_the_keyword_terms_down_and_a_strong_one_keeps_them():
+    """A paraphrase whose best keyword hit shares one common word keeps the cosine order; a
+    question whose best hit holds its rare terms lets that hit overtake a closer cosine."""
+    vector = fusion.ranked([(1, 0.62), (2, 0.55)])
+    keyword = fusion.ranked([(2, 8.0)])
+    weak = fusion.coverage_fusion(vector, keyword, {1: 0.0, 2: 0.1}, note_weight=0.0,
+                                  weight=0.4, keyword_weight=0.3, keyword_power=1, confidence_scale=1.5)
+    strong = fusion.coverage_fusion(vector, keyword, {1: 0.0, 2: 0.8}, note_weight=0.0,
+                                    weight=0.4, keyword_weight=0.3, keyword_power=1, confidence_scale=1.5)
+    assert [cid for cid, _ in weak] == [1, 2]
+    assert dict(weak)[2] == pytest.approx(0.55 + 0.15 * (0.4 * 0.1**3 + 0.3))
+    assert [cid for cid, _ in strong] == [2, 1]
+    assert dict(strong)[2] == pytest.approx(0.55 + 1.0 * (0.4 * 0.8**3 + 0.3))
 
 
 def test_coverage_fusion_with_no_vector_candidates_uses_a_zero_floor():
     fused = fusion.coverage_fusion([], fusion.ranked([(5, 3.0)]), {5: 1.0}, weight=0.4, power=2, keyword_weight=0.1)
-    assert fused == [(5, pytest.approx(0.4 + 0.1))]
+    assert fused == [(5, pytest.approx(0.4 + 0.1))]  # its coverage 1.0: full confidence
 
 
 def test_keyword_strength_is_bm25_over_the_best_of_the_list():
@@ -68,7 +94,7 @@ def test_coverage_fusion_adds_the_weighted_keyword_strength():
     vector = fusion.ranked([(1, 0.70), (2, 0.68), (3, 0.40)])
     keyword = fusion.ranked([(2, 10.0), (1, 2.0), (4, 5.0)])  # 4: keyword-only
     fused = fusion.coverage_fusion(vector, keyword, {}, {}, weight=0.0, note_weight=0.0,
-                                   keyword_weight=0.3, keyword_power=2)
+                                   keyword_weight=0.3, keyword_power=2, confidence_scale=None)
     expected = {1: 0.70 + 0.3 * 0.2**2, 2: 0.68 + 0.3 * 1.0, 3: 0.40, 4: 0.40 + 0.3 * 0.5**2}
     assert dict(fused) == {cid: pytest.approx(v) for cid, v in expected.items()}
     assert [cid for cid, _ in fused] == [2, 1, 4, 3]  # bm25's clear winner overtakes a closer cosine
@@ -85,8 +111,8 @@ def test_full_coverage_lifts_a_rare_term_match_over_a_slightly_closer_paraphrase
     """The design intent: coverage near 1 beats a small cosine gap; a partial match does not."""
     gap = fusion.COVERAGE_WEIGHT * 0.5  # a cosine gap smaller than what full coverage adds
     vector = fusion.ranked([(1, 0.6 + gap), (2, 0.6)])
-    assert fusion.coverage_fusion(vector, [], {1: 0.0, 2: 1.0})[0][0] == 2
-    assert fusion.coverage_fusion(vector, [], {1: 0.0, 2: 0.5})[0][0] == 1
+    assert fusion.coverage_fusion(vector, [], {1: 0.0, 2: 1.0}, keyword_weight=0.0, confidence_scale=None)[0][0] == 2
+    assert fusion.coverage_fusion(vector, [], {1: 0.0, 2: 0.5}, keyword_weight=0.0, confidence_scale=None)[0][0] == 1
 
 
 @pytest.mark.parametrize("seed", range(25))

@@ -1,9 +1,9 @@
 """Pure ranking functions (lists in, lists out) and their named constants.
 
-Every fusion constant here was checked leave-one-corpus-out on the eval suite (`vault-index eval
---suite eval/suite.json`: the example vault, LoCoMo, the Rust book): picked on the other corpora,
-scored on the held-out one. docs/adr/0005-fusion-across-corpora.md has the table (0002 has the
-first sweep, on the example vault alone). Change one only with a before/after suite run.
+Every fusion constant here was chosen on the eval suite (`vault-index eval --suite
+eval/suite.json --full`: five corpora) and checked leave-one-corpus-out: picked on the other
+corpora, scored on the held-out one. docs/adr/0005-fusion-across-corpora.md has the tables (0002
+has the first sweep, on the example vault alone). Change one only with a before/after suite run.
 """
 
 from __future__ import annotations
@@ -14,37 +14,40 @@ from collections.abc import Sequence
 from vault_index.types import Candidate
 
 # Bump when the formula changes, so results and baselines say which ranking produced them.
-FUSION_VERSION = "cosine+idf-coverage+note+bm25-3"
+FUSION_VERSION = "cosine+note+confidence*(idf-coverage+bm25)"
 CANDIDATES_PER_SIDE = 50  # how deep each side is read before fusion
 RERANK_TOP = 10  # how many fused hits the cross-encoder reorders
-# Fused score = cosine similarity + COVERAGE_WEIGHT * coverage ** COVERAGE_POWER, where coverage
-# is the IDF-weighted share of the query's matched terms that the chunk contains. A paraphrase
-# matches only common words scattered over many chunks: coverage stays low everywhere and the
-# cosine order stands. A question full of names, dates and ids has a chunk that holds all its
-# rare terms: coverage near 1 lifts it above chunks that merely sound alike. The power keeps
-# partial matches small. Chosen by a sweep on the eval (docs/adr/0002-fusion.md); weighted RRF,
-# whatever its keyword weight, lost either the paraphrases or the names there: do not go back to
-# it without a before/after eval run.
-COVERAGE_WEIGHT = 0.25
+# Fused score = cosine + NOTE_WEIGHT * note cosine
+#               + confidence * (COVERAGE_WEIGHT * coverage ** COVERAGE_POWER
+#                               + KEYWORD_SCORE_WEIGHT * (bm25 / best bm25) ** KEYWORD_SCORE_POWER)
+# Every constant below was chosen on the five corpora of eval/suite.json (the example vault,
+# LoCoMo, the Rust book, the Open Source Guides, Artsy's handbook) and checked leave-one-corpus-out:
+# picked on four, scored on the fifth (docs/adr/0005-fusion-across-corpora.md has the tables and
+# what was tried and dropped). Change one only with a before/after suite run.
+#
+# coverage: the IDF-weighted share of the query's matched terms that the chunk contains. A
+# question full of names, dates and ids has a chunk that holds all its rare terms: coverage near
+# 1 lifts it above chunks that merely sound alike; the power keeps partial matches small.
+COVERAGE_WEIGHT = 0.4
 COVERAGE_POWER = 3
-# Plus NOTE_WEIGHT * cosine(query, centroid of the chunk's note). A question that describes a
-# note's subject without its words matches the note as a whole better than any one chunk of it;
-# on the eval this lifted hard paraphrases (0.849 -> 0.883 file NDCG@5) and left the other kinds
-# unchanged. At 0.3 and above it started to pull short lookups towards big notes.
-NOTE_WEIGHT = 0.2
-# Plus KEYWORD_SCORE_WEIGHT * (bm25 / best bm25 of the query) ** KEYWORD_SCORE_POWER for chunks the
-# keyword side returned. Trigger: on LoCoMo (long chats, questions full of names and rare words)
-# the cosine-first fusion lost to plain BM25 (file NDCG@5 0.775 vs 0.811), and on the Rust book
-# it barely beat it. Why: coverage only says which query terms a chunk holds, not how often or in
-# how short a text; bm25 does, and normalised by the query's best it is on the cosine's scale
-# whatever the corpus. The power keeps all but the top keyword hits small, so a paraphrase whose
-# keyword list is noise keeps the cosine order; a linear term (power 1) lifted the answer's sibling
-# chunks and cost the example vault 0.04 chunk NDCG@5. Outcome: hybrid beats the better single
-# mode by 0.025+ on all three corpora. Chosen on all three (the best worst-corpus margin that
-# costs no corpus 0.01 at file or chunk level); leave-one-corpus-out, the held-out margins were
-# +0.016 to +0.026 (ADR 0005). Do not raise the weight for one corpus without the suite.
-KEYWORD_SCORE_WEIGHT = 0.2
-KEYWORD_SCORE_POWER = 3
+# note cosine: cosine(query, centroid of the chunk's note). A question that describes a note's
+# subject without its words matches the note as a whole better than any one chunk of it.
+NOTE_WEIGHT = 0.3
+# bm25 / best bm25 of the query, for chunks the keyword side returned: coverage says which query
+# terms a chunk holds, bm25 also how often and in how short a text; relative to the query's best it
+# is on the cosine's scale whatever the corpus.
+KEYWORD_SCORE_WEIGHT = 0.3
+KEYWORD_SCORE_POWER = 1
+# confidence = min(1, CONFIDENCE_SCALE * coverage of the keyword side's best hit), per query.
+# Trigger: on two handbooks (the Open Source Guides, Artsy's), the hybrid lost to plain vectors
+# (-0.034 and -0.007 file NDCG@5) while on LoCoMo it needed the keyword terms (plain vectors
+# 0.58, BM25 0.81). Why: a paraphrase shares only common words with its answer, and then the best
+# keyword hit holds a small share of the question's weight; the keyword terms still gave that hit
+# and its neighbours their full bonus. A question whose best keyword hit holds most of its rare
+# terms (a name, an id, a date) keeps the full bonus. Outcome (file NDCG@5 over the better single
+# mode): before -0.007 / +0.028 / +0.023 / -0.034 / +0.026, after +0.025 / +0.020 / +0.020 /
+# +0.021 / +0.021 (Artsy, example vault, LoCoMo, Open Source Guides, Rust book); ADR 0005.
+CONFIDENCE_SCALE = 1.5
 DEPRECATED_PENALTY = 0.5  # deprecated notes stay findable but rank below live ones
 
 
@@ -66,6 +69,15 @@ def keyword_strength(keyword: Sequence[Candidate]) -> dict[int, float]:
     return {c.chunk_id: max(0.0, c.score) / best for c in keyword}
 
 
+def keyword_confidence(keyword: Sequence[Candidate], coverages: dict[int, float],
+                       scale: float = CONFIDENCE_SCALE) -> float:
+    """How far the keyword side can be trusted for this query, in [0, 1]: scale x the coverage of
+    its best hit (the first of `keyword`), capped at 1; 0 with no keyword hits."""
+    if not keyword:
+        return 0.0
+    return min(1.0, scale * coverages.get(keyword[0].chunk_id, 0.0))
+
+
 def coverage_fusion(
     vector: Sequence[Candidate],
     keyword: Sequence[Candidate],
@@ -76,23 +88,26 @@ def coverage_fusion(
     note_weight: float = NOTE_WEIGHT,
     keyword_weight: float = KEYWORD_SCORE_WEIGHT,
     keyword_power: float = KEYWORD_SCORE_POWER,
+    confidence_scale: float | None = CONFIDENCE_SCALE,
 ) -> list[tuple[int, float]]:
     """Fuse the two candidate lists, best first.
 
-    cosine + weight * coverage ** power + note_weight * note cosine
-    + keyword_weight * (bm25 / best bm25) ** keyword_power.
+    cosine + note_weight * note cosine
+    + confidence * (weight * coverage ** power + keyword_weight * (bm25 / best bm25) ** keyword_power),
+    confidence = keyword_confidence(keyword, coverages, confidence_scale), or 1 when the scale is None.
     A chunk only the keyword side found gets the lowest cosine the vector side returned.
     """
     note_similarity = note_similarity or {}
     strength = keyword_strength(keyword)
+    trust = 1.0 if confidence_scale is None else keyword_confidence(keyword, coverages, confidence_scale)
     cosines = {c.chunk_id: c.score for c in vector}
     floor = min(cosines.values()) if cosines else 0.0
     ids = list(cosines) + [c.chunk_id for c in keyword if c.chunk_id not in cosines]
     scored = {
         cid: cosines.get(cid, floor)
-        + weight * coverages.get(cid, 0.0) ** power
         + note_weight * note_similarity.get(cid, 0.0)
-        + keyword_weight * strength.get(cid, 0.0) ** keyword_power
+        + trust * (weight * coverages.get(cid, 0.0) ** power
+                   + keyword_weight * strength.get(cid, 0.0) ** keyword_power)
         for cid in ids
     }
     return sorted(scored.items(), key=lambda item: (-item[1], item[0]))
