@@ -84,7 +84,8 @@ def shipped(datasets: dict) -> None:
         kw, vec = rf.score(data, rf.keyword_order), rf.score(data, rf.vector_order)
         kinds = ", ".join(f"{k} ({c}) {v:.3f} vs {kw['kinds'][k][0]:.3f} / {vec['kinds'][k][0]:.3f}"
                           for k, (v, c) in sorted(s["kinds"].items()))
-        print(f"  {n}: file {s['file']:.4f} ({s['file'] - max(kw['file'], vec['file']):+.4f}), chunk {s['chunk']:.3f}; {kinds}")
+        gain = s["file"] - max(kw["file"], vec["file"])
+        print(f"  {n}: file {s['file']:.4f} ({gain:+.4f}), chunk {s['chunk']:.3f}; {kinds}")
 
 
 if __name__ == "__main__":

@@ -51,8 +51,8 @@ def test_coverage_fusion_defaults_to_the_module_constants_and_breaks_ties_by_id(
     keyword = fusion.ranked([(3, 2.0), (9, 2.0)])
     fused = fusion.coverage_fusion(vector, keyword, {9: 1.0, 3: 1.0}, {9: 0.2, 3: 0.2})
     assert [cid for cid, _ in fused] == [3, 9]
-    assert fused[0][1] == pytest.approx(0.5 + fusion.NOTE_WEIGHT * 0.2 + fusion.COVERAGE_WEIGHT * 1.0**fusion.COVERAGE_POWER
-                                        + fusion.KEYWORD_SCORE_WEIGHT * 1.0)
+    keyword_part = fusion.COVERAGE_WEIGHT * 1.0**fusion.COVERAGE_POWER + fusion.KEYWORD_SCORE_WEIGHT * 1.0
+    assert fused[0][1] == pytest.approx(0.5 + fusion.NOTE_WEIGHT * 0.2 + keyword_part)  # confidence 1
 
 
 def test_keyword_confidence_is_the_scaled_coverage_of_the_best_keyword_hit():
