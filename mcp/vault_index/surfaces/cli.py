@@ -376,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
+    p.add_argument("--store", metavar="URL",
+                   help="run on PostgreSQL: postgresql://... of a server; each corpus gets its own database "
+                        "vault_eval_<corpus>, filled from the SQLite eval cache when new (docs/postgres.md)")
+    p.add_argument("--parity", metavar="FILE",
+                   help="fail (exit 1) if a file ndcg@5 (keyword, vector, hybrid) differs by more than 0.01 "
+                        "from this saved report (--save of the same eval on the other store)")
     p.set_defaults(run=cmd_eval)
 
     p = sub.add_parser("bench", parents=[common], help="speed and memory benchmark (reports, never fails)")
