@@ -42,11 +42,16 @@ WRITE_LOCK = 0x7661756C74_02  # every write transaction: the BEGIN IMMEDIATE of 
 EMBED_LOCK = 0x7661756C74_03  # one embedder at a time (indexer._embedding_turn)
 VECTOR_INDEX_LOCK = 0x7661756C74_04  # one HNSW build at a time
 
-# Trigger: an exact pgvector scan reads every vector of the model per query. Why: below about
-# this many vectors the scan is a few ms to a few tens of ms and exact; an HNSW index costs build
-# time and memory and gives approximate answers. Outcome: exact below, HNSW at or above
-# (checkpoint() builds it after a sync; search uses it once it exists). ADR 0017.
-HNSW_MIN_VECTORS = 50_000
+# Trigger: an exact pgvector scan reads every vector of the model per query, so its cost grows
+# with the vectors while HNSW's barely does. Why: `vault-index bench --postgres` (ADR 0017's
+# table, random unit vectors, 2 busy cores) measured kNN top-50 p95 exact / HNSW at 108 / 76 ms
+# at 10k vectors (116 / 120 in a second run), 229 / 168 at 30k and 718 / 176 at 100k: they
+# cross at about 10k (the 50,000 before was a guess). Outcome: exact below 10k (exact answers,
+# no build), HNSW at or above (checkpoint() builds it after a sync; search uses it). Do not
+# raise it for recall's sake without measuring: exact costs 1.4x HNSW's p95 at 30k and 4x at
+# 100k here. HNSW recall on random vectors falls with size (0.93 at 10k, 0.37 at 100k; real
+# embeddings not measured): ADR 0017.
+HNSW_MIN_VECTORS = 10_000
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64  # pgvector's defaults
 HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_work_mem of a build
 HNSW_EF_SEARCH_FACTOR = 4  # ef_search = this x the candidates asked for (at least pgvector's 40)
