@@ -81,6 +81,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         copied["vectors"] = dict(vectors)
         if progress:
             progress("vectors", sum(vectors.values()))
+        target._bump_generation(db)  # past the copied meta's: cached counts of this target are stale
         for table in ("sources", "files", "chunks", "edges"):  # new rows continue after the copied ids
             db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE(MAX(id), 0) + 1, false) "
                        f"FROM {table}")

@@ -42,12 +42,18 @@ WRITE_LOCK = 0x7661756C74_02  # every write transaction: the BEGIN IMMEDIATE of 
 EMBED_LOCK = 0x7661756C74_03  # one embedder at a time (indexer._embedding_turn)
 VECTOR_INDEX_LOCK = 0x7661756C74_04  # one HNSW build at a time
 
-# Trigger: an exact pgvector scan reads every vector of the model per query. Why: below about
-# this many vectors the scan is a few ms to a few tens of ms and exact; an HNSW index costs build
-# time and memory and gives approximate answers. Outcome: exact below, HNSW at or above
-# (checkpoint() builds it after a sync; search uses it once it exists). ADR 0017.
-HNSW_MIN_VECTORS = 50_000
+# Trigger: an exact pgvector scan reads every vector of the model per query, so its cost grows
+# with the vectors while HNSW's barely does. Why: `vault-index bench --postgres` (ADR 0017's
+# table, random unit vectors, 2 busy cores) measured kNN top-50 p95 exact / HNSW at 108 / 76 ms
+# at 10k vectors (116 / 120 in a second run), 229 / 168 at 30k and 718 / 176 at 100k: they
+# cross at about 10k (the 50,000 before was a guess). Outcome: exact below 10k (exact answers,
+# no build), HNSW at or above (checkpoint() builds it after a sync; search uses it). Do not
+# raise it for recall's sake without measuring: exact costs 1.4x HNSW's p95 at 30k and 4x at
+# 100k here. HNSW recall on random vectors falls with size (0.93 at 10k, 0.37 at 100k; real
+# embeddings not measured): ADR 0017.
+HNSW_MIN_VECTORS = 10_000
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64  # pgvector's defaults
+HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_work_mem of a build
 HNSW_EF_SEARCH_FACTOR = 4  # ef_search = this x the candidates asked for (at least pgvector's 40)
 # ts_rank weights, in PostgreSQL's {D, C, B, A} order: body, (unused), heading path, title; the
 # tsvector labels title A and heading B so they can be weighed apart. Trigger: the issue asked for
@@ -108,6 +114,64 @@ def m001_initial(db: psycopg.Connection) -> None:
 
 
 MIGRATIONS = (m001_initial,)
+
+
+def database_url(server_url: str, name: str) -> str:
+    """`server_url` with its database replaced by `name` (query options such as host= kept)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(server_url)._replace(path="/" + name))
+
+
+def hnsw_build_memory_mb(vectors: int, dims: int) -> int:
+    """maintenance_work_mem for an HNSW build of `vectors` vectors of `dims` floats.
+
+    Trigger: pgvector builds the graph in memory and, once it no longer fits in
+    maintenance_work_mem, goes on inserting element by element on disk, many times slower.
+    Why: a graph element is the vector (4 bytes a dimension) plus its neighbour lists and
+    headers, under twice the vector at m = 16 for 384 dimensions. Outcome: twice the vectors'
+    size, at least HNSW_BUILD_MEMORY_MIN_MB, at most HNSW_BUILD_MEMORY_MAX_MB (a server that
+    cannot spare it builds slower, never fails).
+    """
+    wanted = 2 * vectors * (dims * 4 + 8) // 2**20
+    return int(min(HNSW_BUILD_MEMORY_MAX_MB, max(HNSW_BUILD_MEMORY_MIN_MB, wanted)))
+
+
+def database_name(label: str) -> str:
+    """A PostgreSQL database name for `label` (eval corpus names): lower case letters, digits
+    and underscores, at most 63 bytes, so it needs no quoting anywhere."""
+    return re.sub(r"[^a-z0-9_]", "_", label.lower())[:63]
+
+
+def ensure_database(server_url: str, name: str) -> str:
+    """The URL of the database `name` on the server `server_url` reaches, created if missing.
+
+    For the eval's one database per corpus (tooling/evaluation.py): the URL's own database only
+    serves to connect; nothing is written there. Two processes creating the same one at once:
+    the second finds it made (duplicate_database).
+    """
+    name = database_name(name)
+    try:
+        with psycopg.connect(server_url, autocommit=True, connect_timeout=10) as admin:
+            if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                try:
+                    admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                    pass
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise IndexUnavailableError(
+            f"cannot create the database {name} on {redact(server_url)} ({exc}); create it once as its owner "
+            "(CREATE DATABASE) or give this user CREATEDB") from exc
+    except psycopg.Error as exc:
+        raise IndexUnavailableError(
+            f"cannot reach the PostgreSQL server at {redact(server_url)} ({' '.join(str(exc).split())})") from exc
+    return database_url(server_url, name)
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """Drop the database `name` on that server if it exists (the bench's own, between runs)."""
+    with psycopg.connect(server_url, autocommit=True, connect_timeout=10) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database_name(name))))
 
 
 class _Qmark:
@@ -221,6 +285,7 @@ class PgStore:
         self.db.execute("SET client_min_messages = warning")  # "query contains only stop words" notices
         self._migrate()
         self._vector_types = False
+        self._chunk_count: tuple[str, int] | None = None  # (generation, count): chunk_count()
 
     def _numpy(self):
         """numpy, with pgvector's types registered on the connection (vectors in and out as arrays)."""
@@ -529,6 +594,12 @@ class PgStore:
                               (model,)).fetchone()
         return row[0] if row else None
 
+    def vector_index_bytes(self, model: str) -> int | None:
+        """On-disk size of `model`'s HNSW index, None without one (bench, status)."""
+        row = self.db.execute("SELECT pg_relation_size(c.oid) FROM pg_class c WHERE c.relname = %s",
+                              (self.vector_index_name(model),)).fetchone()
+        return row[0] if row else None
+
     def has_vector_index(self, model: str) -> bool:
         return bool(self.db.execute(
             "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND i.indisvalid",
@@ -542,7 +613,8 @@ class PgStore:
         self.db.execute("SELECT pg_advisory_lock(%s)", (VECTOR_INDEX_LOCK,))
         try:
             if not self.has_vector_index(model):
-                self.db.execute("SET maintenance_work_mem = '512MB'")
+                self.db.execute(sql.SQL("SET maintenance_work_mem = {}").format(
+                    sql.Literal(f"{hnsw_build_memory_mb(self.model_vectors(model), dims)}MB")))
                 self.db.execute(sql.SQL(
                     "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((vector::vector({dims})) "
                     "vector_cosine_ops) WITH (m = {m}, ef_construction = {ef}) WHERE model = {model}"
@@ -645,7 +717,17 @@ class PgStore:
         }
 
     def chunk_count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        """Chunks in the index, counted again only when the generation moved.
+
+        Trigger: every keyword and hybrid search asks twice (rare-term pruning, IDF). Why:
+        PostgreSQL counts by scanning the table, tens of milliseconds at 100k chunks and ten times
+        that at 1M, where SQLite's count is cheap. Outcome: one indexed meta read per call; every
+        write that adds or drops chunks bumps the generation, in this process or another.
+        """
+        generation = self.get_meta("generation", "0")
+        if self._chunk_count is None or self._chunk_count[0] != generation:
+            self._chunk_count = (generation, self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        return self._chunk_count[1]
 
     def counts(self) -> dict[str, int]:
         one = lambda statement: self.db.execute(statement).fetchone()[0]  # noqa: E731
@@ -670,9 +752,16 @@ class PgVectorIndex:
             return []
         np = self.store._numpy()
         query = np.asarray(query_vector, dtype=np.float32)
-        db = self.store.db
         if allowed is None and self.store.has_vector_index(self.model):
             return self._approximate(query, limit)
+        return self.exact(query, limit, allowed)
+
+    def exact(self, query_vector, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """Every vector of the model compared (no index): below the threshold, with a filter, and
+        the reference the bench measures HNSW's recall against."""
+        np = self.store._numpy()
+        query = np.asarray(query_vector, dtype=np.float32)
+        db = self.store.db
         where, args = "", [query, self.model]
         if allowed is not None:
             where, args = "WHERE c.id = ANY(%s)", [*args, list(allowed)]

@@ -251,6 +251,10 @@ def cmd_eval(app, args) -> int:
 
 
 def cmd_bench(app, args) -> int:
+    if args.postgres:
+        from vault_index.tooling.bench_postgres import run_pg_bench
+
+        return run_pg_bench(args)
     if args.http:
         from vault_index.tooling.bench_http import run_http_bench
 
@@ -376,10 +380,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
+    p.add_argument("--store", metavar="URL",
+                   help="run on PostgreSQL: postgresql://... of a server; each corpus gets its own database "
+                        "vault_eval_<corpus>, filled from the SQLite eval cache when new (docs/postgres.md)")
+    p.add_argument("--parity", metavar="FILE",
+                   help="fail (exit 1) if a file ndcg@5 (keyword, vector, hybrid) differs by more than 0.01 "
+                        "from this saved report (--save of the same eval on the other store)")
     p.set_defaults(run=cmd_eval)
 
     p = sub.add_parser("bench", parents=[common], help="speed and memory benchmark (reports, never fails)")
-    p.add_argument("--sizes", default="1000,10000,100000", help="chunk counts of the synthetic vaults")
+    p.add_argument("--sizes", help="chunk counts of the synthetic vaults (default 1000,10000,100000; "
+                                   "with --postgres 100000,1000000)")
     p.add_argument("--queries", type=int, default=200, help="queries per mode and size")
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and fewer queries")
     p.add_argument("--write", action="store_true",
@@ -391,6 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "hooks, graph (default all)")
     p.add_argument("--links", action="store_true",
                    help="instead: the link graph at 10k notes / 50k links: backlinks, neighbors, lint")
+    p.add_argument("--postgres", metavar="URL",
+                   help="instead: PostgreSQL beside SQLite on the same synthetic data (bulk load, HNSW build, "
+                        "recall@10, hybrid p95, size); URL of a server, one database per size (docs/postgres.md)")
+    p.add_argument("--keep", action="store_true", help="with --postgres: keep the bench databases")
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)

@@ -38,6 +38,7 @@ DIM = 384
 SECTIONS_PER_FILE = 5  # each "## section" is one chunk (sections stay well under the chunk size)
 FILES_PER_DIR = 500
 QUICK_SIZES, QUICK_QUERIES = (1000, 10000), 50
+DEFAULT_SIZES = "1000,10000,100000"  # `--sizes` when not given (`--postgres` has its own)
 SQLITE_VEC_QUERIES = 50  # sqlite-vec scans every vector per query: fewer queries keep the run short
 RERANK_QUERIES = 30
 REINDEX_EDITS = 5
@@ -403,7 +404,8 @@ def run_bench(args) -> int:
 
     parts = _parts(args)
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
-    sizes = list(QUICK_SIZES) if args.quick else [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    sizes = (list(QUICK_SIZES) if args.quick
+             else [int(s) for s in str(args.sizes or DEFAULT_SIZES).split(",") if s.strip()])
     n_queries = QUICK_QUERIES if args.quick else max(5, args.queries)
     workdir = Path(tempfile.mkdtemp(prefix="vault-index-bench-"))
     import numpy as np

@@ -173,18 +173,103 @@ def regressions(results: dict, baseline: dict) -> list[str]:
     return failures
 
 
-def eval_app(vault: Path):
-    """An App on a dedicated index for the eval, so other sources cannot compete with the vault."""
+def eval_app(vault: Path, db_path: Path | None = None, store_url: str | None = None, database: str = "vault_eval"):
+    """An App on a dedicated index for the eval, so other sources cannot compete with the vault.
+
+    SQLite: the file `db_path` (default VAULT_EVAL_DB, else eval/eval.db beside the model cache).
+    PostgreSQL (`store_url`, `eval --store`): the database `database` on that server, created if
+    missing; when it is empty and the SQLite file exists, it is first filled from it by
+    engine/migrate_store (vectors included: nothing is re-embedded), then synced as usual.
+
+    Trigger: the eval removes every source but the vault from its index. Why: with
+    VAULT_INDEX_URL set, an App on the settings' URL was the person's real (team) index, and the
+    eval would have unregistered its sources. Outcome: the eval never follows VAULT_INDEX_URL;
+    only --store puts it on PostgreSQL, in databases of its own.
+    """
     from vault_index.config import Settings
     from vault_index.services.app import App
 
     settings = Settings.from_env()
-    db = os.environ.get("VAULT_EVAL_DB") or settings.model_cache.parent / "eval" / "eval.db"
-    app = App.open(replace(settings, db_path=Path(db)))
-    known = {p for _, p in app.store.sources()}
-    for stale in known - {str(vault)}:
-        app.store.remove_source(stale)
+    if db_path is None:
+        db_path = Path(os.environ.get("VAULT_EVAL_DB") or settings.model_cache.parent / "eval" / "eval.db")
+    url = None
+    if store_url:
+        from vault_index.engine.pg_store import ensure_database
+
+        url = ensure_database(store_url, database)
+    app = App.open(replace(settings, db_path=Path(db_path), index_url=url))
+    try:
+        if url and not app.store.counts()["sources"] and Path(db_path).is_file():
+            seed_from_sqlite(app.store, Path(db_path))
+        known = {p for _, p in app.store.sources()}
+        for stale in known - {str(vault)}:
+            app.store.remove_source(stale)
+    except BaseException:
+        app.close()
+        raise
     return app
+
+
+def seed_from_sqlite(target, db_path: Path) -> None:
+    """Fill the empty PostgreSQL eval index `target` from the SQLite eval index at `db_path`."""
+    from vault_index.engine.migrate_store import copy_index
+    from vault_index.engine.store import Store
+
+    source = Store(db_path)
+    try:
+        copied = copy_index(source, target)
+    finally:
+        source.close()
+    print(f"eval: filled {target.location} from {db_path} ({copied['chunks']} chunks, "
+          f"{sum(copied['vectors'].values())} vectors; nothing re-embedded)", file=sys.stderr)
+
+
+PARITY_MODES = ("keyword", "vector", "hybrid")
+PARITY_TOLERANCE = 0.01  # issue 14: file NDCG@5 on PostgreSQL within this of SQLite's, per mode
+
+
+def parity(report: dict, other: dict, tolerance: float = PARITY_TOLERANCE) -> tuple[list[str], list[str]]:
+    """(table lines, failures): file NDCG@5 per corpus and mode of two reports of the same eval
+    on different stores (`--save` output of the plain eval or of a suite)."""
+    mine, theirs = report.get("corpora") or {"eval": report}, other.get("corpora") or {"eval": other}
+    lines = [f"{'corpus':18}{'mode':10}{'this run':>10}{'other':>10}{'diff':>9}   file ndcg@5 "
+             f"({report_store(report)} against {report_store(other)})"]
+    failures = []
+    for name, res in mine.items():
+        base = theirs.get(name)
+        if base is None:
+            failures.append(f"{name}: not in the other report")
+            continue
+        for mode in PARITY_MODES:
+            if mode not in res["overall"] or mode not in base["overall"]:
+                continue
+            now, then = res["overall"][mode]["file"]["ndcg@5"], base["overall"][mode]["file"]["ndcg@5"]
+            lines.append(f"{name:18}{mode:10}{now:>10.4f}{then:>10.4f}{now - then:>+9.4f}")
+            if abs(now - then) > tolerance:
+                failures.append(f"{name} {mode}: file ndcg@5 {now:.4f} against {then:.4f}, more than {tolerance} apart")
+    return lines, failures
+
+
+def report_store(report: dict) -> str:
+    corpora = report.get("corpora") or {"eval": report}
+    kinds = {res.get("meta", {}).get("store") for res in corpora.values()}
+    return "/".join(sorted(k or "?" for k in kinds))
+
+
+def check_parity(report: dict, other_path: str) -> int:
+    """Exit status of `eval --parity FILE`: 1 when a corpus and mode differ by more than the tolerance."""
+    try:
+        other = json.loads(Path(other_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--parity {other_path}: not a saved eval report ({exc}); write one with --save") from exc
+    lines, failures = parity(report, other)
+    print("\n".join(lines), file=sys.stderr)
+    for failure in failures:
+        print(f"parity: {failure}", file=sys.stderr)
+    if failures:
+        return 1
+    print(f"parity: every file ndcg@5 within {PARITY_TOLERANCE} of {other_path}", file=sys.stderr)
+    return 0
 
 
 def run_eval(_app, args) -> int:
@@ -199,7 +284,7 @@ def run_eval(_app, args) -> int:
     for mode in modes:
         if mode not in MODES:
             raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    app = eval_app(vault)
+    app = eval_app(vault, store_url=args.store)
     try:
         report = app.index([str(vault)])
         results = evaluate(app, questions, modes)
@@ -207,6 +292,7 @@ def run_eval(_app, args) -> int:
             "questions": len(questions), "fusion_version": fusion.FUSION_VERSION,
             "embed_model": app.store.get_meta("embed_model") or None,
             "chunks": app.store.counts()["chunks"], "vector_used": report.vector_used,
+            "store": app.store.kind,
         }
     finally:
         app.close()
@@ -227,6 +313,7 @@ def run_eval(_app, args) -> int:
                 print(f"note ({mode}): {note}", file=sys.stderr)
     if args.save:
         Path(args.save).write_text(json.dumps(results, indent=2) + "\n")
+    status = check_parity(results, args.parity) if args.parity else 0
     if args.baseline:
         baseline = json.loads(Path(args.baseline).read_text())
         # Compare model names: the fingerprint after "@" includes file times, so it is per machine.
@@ -241,4 +328,4 @@ def run_eval(_app, args) -> int:
         if failures:
             return 1
         print(f"no hybrid metric more than {REGRESSION_TOLERANCE} below {args.baseline}", file=sys.stderr)
-    return 0
+    return status

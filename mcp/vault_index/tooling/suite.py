@@ -17,7 +17,7 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vault_index.errors import UsageError
@@ -25,6 +25,7 @@ from vault_index.services import fusion
 from vault_index.tooling.evaluation import (
     METRICS,
     REGRESSION_TOLERANCE,
+    check_parity,
     evaluate,
     format_table,
     load_golden,
@@ -103,22 +104,20 @@ def prepare(corpus: Corpus, base: Path, fast: bool, cache: Path) -> tuple[Path, 
     return vault, expand(corpus.golden, base), root
 
 
-def corpus_app(name: str, vault: Path, cache: Path):
-    """An App on this corpus's own eval index (other sources removed)."""
-    from vault_index.config import Settings
-    from vault_index.services.app import App
+def corpus_app(name: str, vault: Path, cache: Path, store_url: str | None = None):
+    """An App on this corpus's own eval index (other sources removed): the SQLite file
+    `<cache>/<name>.db`, or with `store_url` (`eval --store`) the database vault_eval_<name> on
+    that PostgreSQL server, filled from the SQLite file when it is new (tooling/evaluation.eval_app)."""
+    from vault_index.tooling.evaluation import eval_app
 
     cache.mkdir(parents=True, exist_ok=True)
-    app = App.open(replace(Settings.from_env(), db_path=cache / f"{name}.db"))
-    for _, stale in app.store.sources():
-        if stale != str(vault):
-            app.store.remove_source(stale)
-    return app
+    return eval_app(vault, cache / f"{name}.db", store_url, f"vault_eval_{name}")
 
 
-def run_corpus(name: str, vault: Path, golden: Path, root: Path, cache: Path, modes) -> dict:
+def run_corpus(name: str, vault: Path, golden: Path, root: Path, cache: Path, modes,
+               store_url: str | None = None) -> dict:
     questions = load_golden(golden, root)
-    app = corpus_app(name, vault, cache)
+    app = corpus_app(name, vault, cache, store_url)
     try:
         report = app.index([str(vault)])
         results = evaluate(app, questions, list(modes))
@@ -129,6 +128,7 @@ def run_corpus(name: str, vault: Path, golden: Path, root: Path, cache: Path, mo
             "questions": len(questions), "kinds": kinds, "fusion_version": fusion.FUSION_VERSION,
             "embed_model": app.store.get_meta("embed_model") or None,
             "chunks": app.store.counts()["chunks"], "vector_used": report.vector_used,
+            "store": app.store.kind,
         }
     finally:
         app.close()
@@ -152,7 +152,7 @@ def run_suite(args) -> int:
             print(f"eval: skipping {corpus.name}: {prepared}", file=sys.stderr)
             continue
         label = corpus.name + ("-fast" if args.fast else "")
-        results[corpus.name] = run_corpus(label, *prepared, cache, modes)
+        results[corpus.name] = run_corpus(label, *prepared, cache, modes, getattr(args, "store", None))
     report = {"corpora": results, "skipped": skipped, "fusion_version": fusion.FUSION_VERSION}
     if args.json:
         print(json.dumps(report))
@@ -164,9 +164,10 @@ def run_suite(args) -> int:
                     print(f"note ({name}, {mode}): {note}", file=sys.stderr)
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=2) + "\n")
+    status = check_parity(report, args.parity) if getattr(args, "parity", None) else 0
     if args.baseline:
-        return check_suite(report, json.loads(Path(args.baseline).read_text()), args.baseline)
-    return 0
+        status = check_suite(report, json.loads(Path(args.baseline).read_text()), args.baseline) or status
+    return status
 
 
 def format_suite(results: dict, by_kind: bool = False) -> str:
@@ -176,7 +177,7 @@ def format_suite(results: dict, by_kind: bool = False) -> str:
         meta = res["meta"]
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(meta["kinds"].items()))
         out.append(f"== {name}: {meta['questions']} questions ({kinds}); {meta['chunks']} chunks; "
-                   f"model {meta['embed_model']}; {meta['fusion_version']}")
+                   f"model {meta['embed_model']}; {meta['fusion_version']}; store {meta.get('store', 'sqlite')}")
         out.append(format_table(res["overall"], "all questions"))
         out.append(kind_summary(res, "file") + "\n" + kind_summary(res, "chunk"))
         if by_kind:

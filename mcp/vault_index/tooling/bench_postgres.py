@@ -1,0 +1,215 @@
+"""`vault-index bench --postgres URL`: the PostgreSQL backend beside SQLite, same run, same data.
+
+Per size (default 100,000 and 1,000,000 chunks): the synthetic vault of `bench` (tooling/bench.py:
+~80-word sections, random unit vectors of 384 dimensions standing in for the embedder) is indexed
+into SQLite by the real indexer (keyword path), its vectors written; then copied into a database of
+its own on the server by `migrate`'s copy (engine/migrate_store: COPY, the tsvector and GIN index
+built on the way), and the HNSW index built as `checkpoint()` builds it. Reported:
+
+- build: SQLite's index and vector write; PostgreSQL's bulk load and HNSW build, apart;
+- size: the SQLite file; the PostgreSQL database before and after HNSW, and the index alone;
+- raw kNN (top 50, what the fusion asks each side for): numpy (SQLite's in-memory index), pgvector
+  exact and pgvector HNSW, p50/p95; HNSW recall@10 against pgvector exact on the same queries;
+- hybrid search through `Searcher.search` (the one pipeline): SQLite, PostgreSQL exact (before the
+  index), PostgreSQL with HNSW.
+
+The exact-against-HNSW p95 per size is what pg_store.HNSW_MIN_VECTORS is chosen from (ADR 0017).
+Numbers only: the command never fails on them (exit 0).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from vault_index.engine import indexer
+from vault_index.engine.models import Models
+from vault_index.engine.store import Store
+from vault_index.errors import UsageError
+from vault_index.services.search import Searcher
+from vault_index.tooling.bench import (
+    RandomEmbedder,
+    _guard,
+    _loadavg,
+    _pct,
+    _rss_mb,
+    _say,
+    _unit_vectors,
+    make_queries,
+    write_vault,
+)
+
+DEFAULT_SIZES = (100_000, 1_000_000)
+QUICK_SIZES = (1000, 10_000)
+KNN_DEPTH = 50  # fusion.CANDIDATES_PER_SIDE: what the pipeline asks each side for
+RECALL_AT = 10
+EXACT_QUERY_BUDGET_S = 120.0  # exact pgvector searches per size stop after this (1M: ~1 s each)
+NO_HNSW = 2**62  # hnsw_min_vectors of the loading store: the build is timed on its own
+
+
+def run_pg_bench(args) -> int:
+    from vault_index.engine.store_contract import is_postgres_url, redact
+
+    url = args.postgres
+    if not is_postgres_url(url):
+        raise UsageError(f"--postgres must be a postgresql:// URL of a server (got {redact(url)!r})")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    if args.quick:
+        sizes = list(QUICK_SIZES)
+    elif args.sizes:
+        sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    else:
+        sizes = list(DEFAULT_SIZES)
+    n_queries = 50 if args.quick else max(5, args.queries)
+    workdir = Path(tempfile.mkdtemp(prefix="vault-index-pgbench-", dir=os.environ.get("VAULT_BENCH_TMP")))
+    result: dict = {"meta": {"server": redact(url), "queries": n_queries, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                             "loadavg_start": _loadavg(), "cpus": os.cpu_count()}, "sizes": []}
+    started = time.perf_counter()
+    try:
+        for size in sorted(sizes):
+            result["sizes"].append(_guard(bench_pg_size, args, size, n_queries, workdir, url, size=size))
+            _say(args, f"{size:,}: {json.dumps(result['sizes'][-1], default=str)}")
+            shutil.rmtree(workdir / f"vault-{size}", ignore_errors=True)
+            for part in workdir.glob(f"index-{size}.db*"):
+                part.unlink()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["meta"].update(total_s=round(time.perf_counter() - started, 1), loadavg_end=_loadavg(), **_rss_mb())
+    print(json.dumps(result, default=str) if args.json else render(result))
+    return 0
+
+
+def bench_pg_size(args, size: int, n_queries: int, workdir: Path, url: str) -> dict:
+    from vault_index.engine.migrate_store import copy_index
+    from vault_index.engine.pg_store import PgStore, drop_database, ensure_database
+
+    out: dict = {"size": size, "loadavg": _loadavg()}
+    root, db_path = workdir / f"vault-{size}", workdir / f"index-{size}.db"
+    t0 = time.perf_counter()
+    facts = write_vault(root, size)
+    out["generate_s"] = round(time.perf_counter() - t0, 1)
+    _say(args, f"{size:,}: wrote {facts['files']:,} files in {out['generate_s']} s; SQLite index (keyword path)")
+
+    fake = RandomEmbedder()
+    sqlite = Store(db_path)
+    report = indexer.sync(sqlite, Models.fixed(None), [str(root)], embed=False)
+    t0 = time.perf_counter()
+    hashes = sorted({h for _, _, h in sqlite.chunk_keys()})
+    vectors = _unit_vectors(len(hashes), size)
+    sqlite.put_vectors(fake.fingerprint, ((h, vectors[i].tobytes()) for i, h in enumerate(hashes)))
+    del vectors
+    sqlite.checkpoint()
+    chunks = sqlite.counts()["chunks"]
+    out["sqlite"] = {"chunks": chunks, "index_s": round(report.seconds, 1),
+                     "vectors_write_s": round(time.perf_counter() - t0, 1),
+                     "db_mb": round(sum(p.stat().st_size for p in workdir.glob(f"index-{size}.db*")) / 1e6, 1)}
+    queries = make_queries(facts, n_queries)
+    qvecs = [fake.embed_query(q) for q in queries]
+
+    _say(args, f"{size:,}: SQLite {out['sqlite']}; SQLite searches")
+    searcher = Searcher(sqlite, Models.fixed(fake))
+    numpy_index = searcher.vector_index()
+    out["sqlite"]["knn_numpy"] = _time(lambda v: numpy_index.search(v, KNN_DEPTH), qvecs)
+    out["sqlite"]["hybrid"] = _time(lambda q: searcher.search(q, "hybrid"), queries)
+    searcher = numpy_index = None  # the SQLite vectors out of memory before PostgreSQL's turn
+    gc.collect()
+
+    name = f"vault_bench_{size}"
+    drop_database(url, name)
+    target = PgStore(ensure_database(url, name), hnsw_min_vectors=NO_HNSW)
+    try:
+        _say(args, f"{size:,}: PostgreSQL bulk load (COPY, tsvector, GIN)")
+        t0 = time.perf_counter()
+        copy_index(sqlite, target)
+        pg: dict = {"bulk_load_s": round(time.perf_counter() - t0, 1), "db_mb_before_hnsw": _mb(target.size_bytes())}
+        sqlite.close()
+        index = target.open_vector_index(fake.fingerprint)
+        _say(args, f"{size:,}: bulk load {pg['bulk_load_s']} s, {pg['db_mb_before_hnsw']} MB; exact kNN and hybrid")
+        exact_top, times = [], []
+        deadline = time.perf_counter() + EXACT_QUERY_BUDGET_S
+        index.exact(qvecs[0], KNN_DEPTH)  # warm-up
+        for v in qvecs:
+            t0 = time.perf_counter()
+            exact_top.append([cid for cid, _ in index.exact(v, KNN_DEPTH)[:RECALL_AT]])
+            times.append(time.perf_counter() - t0)
+            if time.perf_counter() > deadline and len(times) >= 10:
+                break
+        pg["knn_exact"] = _pct(times)
+        pg_searcher = Searcher(target, Models.fixed(fake))
+        pg["hybrid_exact"] = _time(lambda q: pg_searcher.search(q, "hybrid"), queries[: len(times)])
+
+        _say(args, f"{size:,}: exact kNN {pg['knn_exact']}, hybrid {pg['hybrid_exact']}; HNSW build")
+        t0 = time.perf_counter()
+        target.ensure_vector_index(fake.fingerprint)
+        pg["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
+        pg["build_s"] = round(pg["bulk_load_s"] + pg["hnsw_build_s"], 1)
+        pg["hnsw_build_vectors_per_s"] = round(size / pg["hnsw_build_s"], 0) if pg["hnsw_build_s"] else None
+        pg["db_mb"] = _mb(target.size_bytes())
+        pg["hnsw_index_mb"] = _mb(target.vector_index_bytes(fake.fingerprint) or 0)
+        pg["hnsw_used"] = "hnsw" in index.plan(qvecs[0]).lower()
+        _say(args, f"{size:,}: HNSW built in {pg['hnsw_build_s']} s, {pg['hnsw_index_mb']} MB; kNN, recall, hybrid")
+        pg["knn_hnsw"] = _time(lambda v: index.search(v, KNN_DEPTH), qvecs)
+        recalls = []
+        for v, want in zip(qvecs, exact_top, strict=False):
+            got = {cid for cid, _ in index.search(v, KNN_DEPTH)[:RECALL_AT]}
+            recalls.append(len(got & set(want)) / max(1, len(want)))
+        pg["hnsw_recall_at_10"] = round(statistics.fmean(recalls), 4)
+        pg["recall_queries"] = len(recalls)
+        pg_searcher = Searcher(target, Models.fixed(fake))
+        pg["hybrid_hnsw"] = _time(lambda q: pg_searcher.search(q, "hybrid"), queries)
+        out["postgresql"] = pg
+    finally:
+        target.close()
+        if not getattr(args, "keep", False):
+            drop_database(url, name)
+    out.update(_rss_mb())
+    return out
+
+
+def _time(fn, items) -> dict:
+    for item in items[: min(10, len(items))]:  # warm-up: caches, statement preparation, vector load
+        fn(item)
+    times = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        times.append(time.perf_counter() - t0)
+    return _pct(times)
+
+
+def _mb(n: int) -> float:
+    return round(n / 1e6, 1)
+
+
+def render(result: dict) -> str:
+    """One table: per size, SQLite's figures beside PostgreSQL's."""
+    lines = [f"PostgreSQL bench ({result['meta']['server']}), {result['meta']['queries']} queries a size; "
+             f"load average {result['meta']['loadavg_start']} -> {result['meta']['loadavg_end']}"]
+    rows = (
+        ("chunks", lambda s, p: s.get("chunks"), None),
+        ("build: SQLite index+vectors / PG bulk load + HNSW (s)",
+         lambda s, p: f"{s['index_s']}+{s['vectors_write_s']}", lambda p: f"{p['bulk_load_s']}+{p['hnsw_build_s']}"),
+        ("size MB (PG: before HNSW / after / HNSW alone)", lambda s, p: s["db_mb"],
+         lambda p: f"{p['db_mb_before_hnsw']} / {p['db_mb']} / {p['hnsw_index_mb']}"),
+        ("kNN top-50 p95 ms (SQLite numpy; PG exact / HNSW)", lambda s, p: s["knn_numpy"].get("p95_ms"),
+         lambda p: f"{p['knn_exact'].get('p95_ms')} / {p['knn_hnsw'].get('p95_ms')}"),
+        ("HNSW recall@10 against exact", lambda s, p: "-", lambda p: p["hnsw_recall_at_10"]),
+        ("hybrid p95 ms (PG: exact / HNSW)", lambda s, p: s["hybrid"].get("p95_ms"),
+         lambda p: f"{p['hybrid_exact'].get('p95_ms')} / {p['hybrid_hnsw'].get('p95_ms')}"),
+    )
+    for size in result["sizes"]:
+        if "error" in size:
+            lines.append(f"{size.get('size', '?'):>9,}: error {size['error']}")
+            continue
+        s, p = size["sqlite"], size["postgresql"]
+        lines.append(f"\n{size['size']:,} chunks (load average {size['loadavg']})")
+        lines.append(f"{'':52}{'SQLite':>14}{'PostgreSQL':>26}")
+        for label, of_sqlite, of_pg in rows:
+            lines.append(f"{label:52}{str(of_sqlite(s, p)):>14}{str(of_pg(p) if of_pg else ''):>26}")
+    return "\n".join(lines)
