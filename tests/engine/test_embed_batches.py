@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import FakeEmbedder, make_settings, write
 from vault_index.engine import indexer
-from vault_index.engine.models import LEGACY_SHAPE, EmbedShape, Models, plan_batches
+from vault_index.engine.models import ADR0016_SHAPE, LEGACY_SHAPE, EmbedShape, Models, plan_batches
 from vault_index.engine.store import Store
 from vault_index.services.app import App
 
@@ -108,5 +108,28 @@ def test_sorted_batches_give_the_unsorted_vectors(tmp_path):
     assert unsorted is not None
     new = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=EmbedShape(batch_tokens=64)).embedder()
     a, b = unsorted.embed_documents(texts), new.embed_documents(texts)
+    assert a.shape == b.shape == (len(texts), 384)
+    assert float(np.abs(a - b).max()) < 1e-5
+
+
+def test_todays_budget_cuts_runs_of_long_texts_in_half():
+    """1,024 padded tokens a run (ADR 0010, third round): four full-window texts, not eight."""
+    lengths = [256] * 16 + [20] * 100
+    runs = plan_batches(lengths, EmbedShape())
+    assert max(len(r) for r in runs if lengths[r[0]] == 256) == 4
+    assert max(max(lengths[i] for i in r) * len(r) for r in runs) <= 1024
+    assert max(len(r) for r in plan_batches(lengths, ADR0016_SHAPE) if lengths[r[0]] == 256) == 8
+
+
+@pytest.mark.real_model
+def test_smaller_runs_without_memory_pattern_give_the_same_vectors(tmp_path):
+    texts = ["short", "garden sensors, batteries and soil moisture " * 12, "x", "bike chain wax " * 40,
+             "the kitchen renovation budget " * 12, "sourdough starter feeding schedule " * 30] * 3
+    cache = tmp_path / "models"
+    before = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=ADR0016_SHAPE).embedder()
+    assert before is not None
+    now = Models("shipped:minilm", "none", cache, rerank=False).embedder()
+    assert now.shape.mem_pattern is False and now.shape.batch_tokens == 1024
+    a, b = before.embed_documents(texts), now.embed_documents(texts)
     assert a.shape == b.shape == (len(texts), 384)
     assert float(np.abs(a - b).max()) < 1e-5

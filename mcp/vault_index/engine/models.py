@@ -37,7 +37,7 @@ SHIPPED_MINILM_MAX_TOKENS = 256
 # Padded tokens per ONNX run, and texts per run at most. Memory grows with batch x length (and
 # attention with batch x length^2) and ONNX Runtime's arena keeps the largest shape it has seen:
 # 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
-EMBED_BATCH_TOKENS = 2048
+EMBED_BATCH_TOKENS = 1024
 EMBED_BATCH_TEXTS = 64
 AUTO_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
 HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
@@ -90,6 +90,10 @@ class EmbedShape:
       fragments across threads);
     - fold_constants: ONNX Runtime's constant folding, which dequantizes int8 weights into a
       float copy at load (same vectors to 1e-6 either way, measured);
+    - mem_pattern: ONNX Runtime's memory pattern, which plans one block for all of a run's
+      intermediate tensors per input shape; with many run shapes (sorted runs of every length)
+      the arena kept growing by such blocks (off: 266 against 299 MB after 320 long texts, same
+      vectors);
     - prepare_weights: load a prepared copy of an int8 model whose MatMul weights are dequantized
       once and whose embedding tables are dequantized after the gather (engine/onnx_prep.py);
       without it, a session with folding off dequantizes every weight on every run.
@@ -102,16 +106,19 @@ class EmbedShape:
     fold_constants: bool = False
     prepare_weights: bool = True
     arena_same_as_requested: bool = False  # the arena grows by what a run asks, not by doubling
+    mem_pattern: bool = False  # ONNX Runtime's memory pattern planning: one block per input shape
 
 
 # What the embedder did before issue 13: fastembed's batches of 32 in the caller's order, its
 # session with constant folding (which turns the int8 weights into a second, float copy: +170 MB
 # resident for the shipped MiniLM). Kept so `vault-index bench` measures old and new in one run.
 LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True,
-                          prepare_weights=False)
+                          prepare_weights=False, mem_pattern=True)
 # What ADR 0010 shipped before the weights were prepared (issue 13, second round): sorted runs
 # under the token budget, folding off, so every run dequantized all weights again.
-ADR0010_SHAPE = EmbedShape(prepare_weights=False)
+ADR0010_SHAPE = EmbedShape(batch_tokens=2048, prepare_weights=False, mem_pattern=True)
+# What ADR 0016 left (issue 13, second round): prepared weights, runs of 2,048 padded tokens.
+ADR0016_SHAPE = EmbedShape(batch_tokens=2048, mem_pattern=True)
 
 
 @dataclass(frozen=True)
@@ -309,6 +316,7 @@ def _open_session(inner, shape: EmbedShape, cache: Path | None = None) -> None:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_cpu_mem_arena = shape.cpu_arena
+    options.enable_mem_pattern = shape.mem_pattern
     if shape.cpu_arena and shape.arena_same_as_requested:
         _register_same_as_requested_arena(ort)
         options.add_session_config_entry("session.use_env_allocators", "1")

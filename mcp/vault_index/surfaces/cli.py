@@ -397,7 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead: one note write through the running server, per stage (docs/bench.md)")
     p.add_argument("--writes", type=int, default=50, help="with --write: how many writes (default 50)")
     add_bench_options(p)
-    p.add_argument("--million", action="store_true", help="also kNN at 1M vectors: exact against IVF (minutes)")
+    p.add_argument("--million", action="store_true",
+                   help="also kNN at 1M vectors (exact against IVF) and hybrid search at 1M chunks (tens of minutes)")
+    p.add_argument("--million-chunks", type=int, default=None,
+                   help="with --million: chunks of the hybrid part's synthetic index (default 1,000,000)")
     p.add_argument("--parts", help="only these parts, comma-separated: sizes, embedder, footprint, edits, "
                                    "hooks, graph (default all)")
     p.add_argument("--links", action="store_true",

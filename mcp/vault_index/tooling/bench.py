@@ -453,6 +453,9 @@ def run_bench(args) -> int:
 
             _say(args, "1M vectors: exact scan against the IVF index")
             result["million"] = _guard(bench_million.bench_million, args)
+            chunks = int(getattr(args, "million_chunks", None) or bench_million.HYBRID_CHUNKS)
+            _say(args, f"{chunks:,} chunks: hybrid search end to end (child process; builds the index first)")
+            result["million_hybrid"] = _guard(bench_million.bench_hybrid, args, workdir / "million", chunks)
         if "hooks" in parts:
             _say(args, "hooks: re-index on edit, context guard")
             result["hooks"] = _guard(bench_hooks.bench_hooks, args, workdir, _pct, write_vault)
@@ -470,7 +473,8 @@ def run_bench(args) -> int:
               + "\n\n" + bench_graph.render(result.get("graph"))
               + "\n\n" + bench_footprint.render(result.get("footprint"), result.get("serving"))
               + "\n\n" + bench_edits.render(result.get("edits"))
-              + ("\n\n" + _render_million(result["million"]) if "million" in result else ""))
+              + ("\n\n" + _render_million(result["million"]) if "million" in result else "")
+              + ("\n\n" + _render_million_hybrid(result["million_hybrid"]) if "million_hybrid" in result else ""))
     return 0
 
 
@@ -499,6 +503,12 @@ def _render_million(m: dict) -> str:
     from vault_index.tooling import bench_million
 
     return bench_million.render(m)
+
+
+def _render_million_hybrid(h: dict) -> str:
+    from vault_index.tooling import bench_million
+
+    return bench_million.render_hybrid(h)
 
 
 def _loadavg() -> list[float] | None:

@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 LONG_NOTES, LONG_NOTES_QUICK = 2000, 300
-LEGACY_NOTES, LEGACY_NOTES_QUICK = 400, 150  # the old shape, on the first notes: its peak comes early
 # legacy: before issue 13; adr0010: ADR 0010's shape (every run dequantized the int8 weights
-# again); new: today's (weights prepared once, engine/onnx_prep.py).
-SHAPES = ("legacy", "adr0010", "new")
+# again); adr0016: weights prepared once (engine/onnx_prep.py), runs of 2,048 padded tokens;
+# new: today's (runs of 1,024 padded tokens, ADR 0010 third round).
+SHAPES = ("legacy", "adr0010", "adr0016", "new")
 SORT_SAMPLE_TEXTS = 256
 SERVE_QUERIES = 40
 # float32: the vector loader before issue 13; float16-adr0010: float16 vectors with ADR 0010's model
@@ -83,6 +83,21 @@ def _child(argv: list[str]) -> dict:
     return json.loads(lines[-1])
 
 
+def _children(runs: dict[str, list[str]]) -> dict[str, dict]:
+    """Run several children at the same time and collect each one's JSON line.
+
+    Trigger: on the shared 2-core machine one 2,000-note child took 26 minutes, and the load
+    moved by a factor of two between one child and the next. Why: the throughput ratio of old
+    and new is only meaningful under the same load. Outcome: the old and new shape run side by
+    side, on the same texts, so both see the same machine; each peak is still its own VmHWM.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = {name: pool.submit(_child, argv) for name, argv in runs.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
 # --- children ----------------------------------------------------------------------------------
 
 
@@ -90,7 +105,7 @@ def child_index(vault: str, db: str, shape_name: str, limit: int) -> dict:
     """Index `vault` (its first `limit` notes when > 0) with the shipped model in this process."""
     from vault_index.config import Settings
     from vault_index.engine import indexer
-    from vault_index.engine.models import ADR0010_SHAPE, LEGACY_SHAPE, EmbedShape, Models
+    from vault_index.engine.models import ADR0010_SHAPE, ADR0016_SHAPE, LEGACY_SHAPE, EmbedShape, Models
     from vault_index.engine.store import Store
 
     source = Path(vault)
@@ -101,7 +116,8 @@ def child_index(vault: str, db: str, shape_name: str, limit: int) -> dict:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(path.read_bytes())
         source = subset
-    shape = {"legacy": LEGACY_SHAPE, "adr0010": ADR0010_SHAPE}.get(shape_name.removesuffix("-same"), EmbedShape())
+    shape = {"legacy": LEGACY_SHAPE, "adr0010": ADR0010_SHAPE, "adr0016": ADR0016_SHAPE}.get(
+        shape_name.removesuffix("-same"), EmbedShape())
     if shape_name.endswith("-same"):  # experiment: the arena extends by what is asked (ADR 0016)
         shape = dataclasses.replace(shape, arena_same_as_requested=True)
     models = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False, embed_shape=shape)
@@ -155,6 +171,52 @@ def child_sorting(vault: str) -> dict:
             "unsorted_chunks_per_s": round(len(texts) / best["unsorted"], 1),
             "speedup": round(best["unsorted"] / best["sorted"], 2),
             "max_abs_diff": float(np.abs(vectors["sorted"] - vectors["unsorted"]).max())}
+
+
+def child_shape(vault: str, shape_json: str, limit: int) -> dict:
+    """One embedder shape on the first `limit` chunk texts of `vault`, in batches of the indexer's
+    size: the peak (VmHWM) and chunks/s. For measuring a shape before it becomes a default (ADR
+    0010, third round); `shape_json` holds EmbedShape fields, plus the glibc experiments
+    `malloc_arena_max` and `mmap_threshold` (mallopt in this process) and `malloc_trim` (after
+    every batch). Not part of the default bench run.
+    """
+    import ctypes
+
+    from vault_index.config import Settings
+    from vault_index.engine.chunk import chunk_note, embed_text_for
+    from vault_index.engine.indexer import EMBED_COMMIT_BATCH
+    from vault_index.engine.models import EmbedShape, Models
+    from vault_index.engine.parse import parse_note
+
+    wanted = json.loads(shape_json)
+    libc = ctypes.CDLL("libc.so.6") if {"malloc_arena_max", "mmap_threshold", "malloc_trim"} & set(wanted) else None
+    if "malloc_arena_max" in wanted:
+        libc.mallopt(-8, int(wanted["malloc_arena_max"]))  # M_ARENA_MAX
+    if "mmap_threshold" in wanted:
+        libc.mallopt(-3, int(wanted["mmap_threshold"]))  # M_MMAP_THRESHOLD
+    fields = {f.name for f in dataclasses.fields(EmbedShape)}
+    shape = EmbedShape(**{k: v for k, v in wanted.items() if k in fields})
+    embedder = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False,
+                      embed_shape=shape).embedder()
+    if embedder is None:
+        return {"unavailable": "shipped model not installed"}
+    after_load = _peak_mb()
+    texts: list[str] = []
+    for path in sorted(Path(vault).rglob("*.md")):
+        note = parse_note(str(path), path.read_text(encoding="utf-8"))
+        texts += [embed_text_for(note.title, c.heading, c.text)
+                  for c in chunk_note(note, embedder.count_tokens, embedder.max_tokens)]
+        if len(texts) >= limit:
+            break
+    texts, spent = texts[:limit], 0.0
+    for start in range(0, len(texts), EMBED_COMMIT_BATCH):
+        t0 = time.perf_counter()
+        embedder.embed_documents(texts[start : start + EMBED_COMMIT_BATCH])
+        spent += time.perf_counter() - t0
+        if wanted.get("malloc_trim"):
+            libc.malloc_trim(0)
+    return {"shape": wanted, "texts": len(texts), "peak_after_model_load_mb": after_load,
+            "chunks_per_s": round(len(texts) / max(spent, 1e-9), 2), "peak_rss_mb": _peak_mb()}
 
 
 class Float32Index:
@@ -251,16 +313,14 @@ def bench_indexing(args, workdir: Path) -> dict:
     out: dict = {"long_notes": notes}
     runs = []
     if EXAMPLE_VAULT.is_dir():
-        runs += [("example_vault", str(EXAMPLE_VAULT), 0, SHAPES)]
-    legacy_limit = LEGACY_NOTES_QUICK if quick else LEGACY_NOTES
-    # The legacy shape peaks over 1 GB on long notes (measured in ADR 0010); the subset and the
-    # whole set compare the shape before this round (adr0010) with today's.
-    runs += [("long_notes_subset", str(long_root), legacy_limit, ("adr0010", "new")),
-             ("long_notes_all", str(long_root), 0, ("adr0010", "new"))]
-    for name, vault, limit, shapes in runs:  # same texts, old then new, one after the other
-        out[name] = {shape: _child(["index", vault, str(workdir / f"fp-{name}-{shape}.db"), shape, str(limit)])
-                     for shape in shapes}
-        for old in ("legacy", "adr0010"):
+        runs += [("example_vault", str(EXAMPLE_VAULT), 0, ("legacy", "adr0016", "new"))]
+    # The legacy shape peaks over 1 GB on long notes (measured in ADR 0010); the whole set
+    # compares the shape before this round (adr0016) with today's.
+    runs += [("long_notes_all", str(long_root), 0, ("adr0016", "new"))]
+    for name, vault, limit, shapes in runs:  # same texts, old then new, at the same time
+        out[name] = _children({shape: ["index", vault, str(workdir / f"fp-{name}-{shape}.db"), shape, str(limit)]
+                               for shape in shapes})
+        for old in ("legacy", "adr0010", "adr0016"):
             before, new = out[name].get(old, {}), out[name]["new"]
             if "chunks_per_s" in before and "chunks_per_s" in new:
                 out[name][f"throughput_vs_{old}"] = round(new["chunks_per_s"] / before["chunks_per_s"], 2)
@@ -291,7 +351,7 @@ def render(fp: dict | None, serving: dict | None) -> str:
                 lines.append(f"  index {label:<20} {shape:<7} " + (
                     f"{r['chunks']:>5} chunks  {r['chunks_per_s']:>6} chunks/s  peak {r['peak_rss_mb']} MB"
                     if "chunks" in r else str(r)))
-            ratios = [f"new/{old} {part[f'throughput_vs_{old}']}x" for old in ("legacy", "adr0010")
+            ratios = [f"new/{old} {part[f'throughput_vs_{old}']}x" for old in ("legacy", "adr0010", "adr0016")
                       if f"throughput_vs_{old}" in part]
             lines.append(f"    throughput: {', '.join(ratios) or '-'}")
         s = fp.get("sorting", {})
@@ -314,6 +374,8 @@ def main(argv: list[str]) -> None:
         result = child_index(rest[0], rest[1], rest[2], int(rest[3]))
     elif kind == "sorting":
         result = child_sorting(rest[0])
+    elif kind == "shape":
+        result = child_shape(rest[0], rest[1], int(rest[2]))
     elif kind == "serve":
         result = child_serve(rest[0], rest[1], rest[2], rest[3])
     else:

@@ -119,3 +119,254 @@ def render(m: dict) -> str:
         if key.startswith("nprobe_"):
             lines.append(f"  IVF {key.replace('_', ' ')}  {pair(value)}  recall@10 {value['recall_at_10']}")
     return "\n".join(lines)
+
+
+# --- hybrid search end to end at a million chunks -------------------------------------------------
+
+HYBRID_CHUNKS = 1_000_000
+HYBRID_QUERIES = 100
+HYBRID_WARMUP = 10
+FILL_FILES_PER_BLOCK = 2_000  # files written per transaction (10,000 chunks): bounded memory
+CHUNKS_PER_FILE = 5
+HYBRID_TIMEOUT_S = 3600
+BRUTE_BLOCK_ROWS = 16_384  # float16 rows turned float32 at a time for the brute force
+
+
+class _QueryVectors:
+    """Stand-in embedder for the queries: each query text maps to the vector prepared for it."""
+
+    fingerprint = "bench-million-clustered-384"
+    max_tokens = 512
+
+    def __init__(self, vectors: dict):
+        self.vectors = vectors
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed_documents(self, texts):
+        raise RuntimeError("the million-chunk bench stores its vectors itself")
+
+    def embed_query(self, text: str):
+        return self.vectors[text]
+
+
+def fill_store(store, n_chunks: int, n_queries: int, seed: int = 1) -> dict:
+    """A synthetic index of `n_chunks` chunks written in bulk, through the store's own schema:
+    files, chunks, chunks_fts (FTS5) and one float32 vector per chunk, clustered around CENTRES
+    topics as in `clustered`. The text of a chunk is Zipf-distributed words of its topic's
+    vocabulary slice plus common words, so keyword and vector side both have something to find.
+
+    Written FILL_FILES_PER_BLOCK files per transaction, so the build holds one block at a time.
+    Returns the timings and, for `n_queries` chunks picked in advance, a query (three of its
+    words) with a query vector near the chunk's own.
+    """
+    import numpy as np
+
+    from vault_index.tooling.bench import COMMON, SYLLABLES
+
+    rng = np.random.default_rng(seed)
+    syllables = np.array(SYLLABLES)
+    rare = sorted({"".join(rng.choice(syllables, size=int(rng.integers(2, 5)))) for _ in range(20_000)})
+    words = np.array(COMMON + [w for w in rare if w not in set(COMMON)])
+    weights = 1.0 / (np.arange(len(words)) + 8.0)
+    weights /= weights.sum()
+    centres = rng.standard_normal((CENTRES, DIM), dtype=np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    topic_words = rng.integers(len(COMMON), len(words), size=(CENTRES, 12))  # each topic's own words
+    picked = set(rng.choice(n_chunks, size=min(n_queries, n_chunks), replace=False).tolist())
+    source_id = store.add_source("/bench/million")
+    timings = {"rows_and_fts_s": 0.0, "vectors_s": 0.0}
+    queries: dict[str, object] = {}
+    n_files = -(-n_chunks // CHUNKS_PER_FILE)
+    chunk_id = 0
+    for first_file in range(0, n_files, FILL_FILES_PER_BLOCK):
+        files, chunks, fts, vectors = [], [], [], []
+        block_files = min(FILL_FILES_PER_BLOCK, n_files - first_file)
+        block_chunks = min(block_files * CHUNKS_PER_FILE, n_chunks - chunk_id)
+        lengths = rng.integers(60, 90, size=block_chunks)
+        picks = rng.choice(len(words), size=int(lengths.sum()), p=weights)
+        topics = rng.integers(0, CENTRES, size=block_chunks)
+        block = centres[topics] + rng.standard_normal((block_chunks, DIM), dtype=np.float32) * SPREAD
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        block = block.astype(np.float16).astype(np.float32)  # what the float16 copy holds, exactly
+        offset = 0
+        for c in range(block_chunks):
+            f = first_file + c // CHUNKS_PER_FILE
+            ordinal = c % CHUNKS_PER_FILE
+            if ordinal == 0:
+                files.append((f + 1, source_id, f"/bench/million/d{f // 500:04d}/n{f:07d}.md", 0.0, 0,
+                              f"{f:064x}", f"Note {f}", '["bench"]', "canonical", "{}", 0.0))
+            body = words[picks[offset : offset + lengths[c]]].tolist()
+            offset += int(lengths[c])
+            own = words[topic_words[topics[c]][: 4]].tolist()
+            body[1:1] = own
+            text = " ".join(body)
+            cid = chunk_id + 1
+            digest = f"{cid:064x}"
+            heading = f"{body[0].capitalize()} {ordinal}"
+            chunks.append((cid, f + 1, ordinal, heading, 1 + ordinal * 4, 3 + ordinal * 4, text, digest))
+            fts.append((cid, f"Note {f}", heading, text))
+            vectors.append((digest, _QueryVectors.fingerprint, block[c].tobytes()))
+            if chunk_id in picked:
+                query = " ".join([own[0], *rng.choice([w for w in body if w not in COMMON[:40]] or body, 2)])
+                noisy = block[c] + rng.standard_normal(DIM, dtype=np.float32) * QUERY_SPREAD
+                queries[query] = (noisy / np.linalg.norm(noisy)).astype(np.float32)
+            chunk_id += 1
+        t0 = time.perf_counter()
+        with store.transaction() as db:
+            db.executemany("INSERT INTO files(id, source_id, path, mtime, size, hash, title, tags, status, "
+                           "frontmatter, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", files)
+            db.executemany("INSERT INTO chunks(id, file_id, ordinal, heading, line_start, line_end, text, hash) "
+                           "VALUES (?,?,?,?,?,?,?,?)", chunks)
+            db.executemany("INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?,?,?,?)", fts)
+        t1 = time.perf_counter()
+        store.put_vectors(_QueryVectors.fingerprint, ((h, blob) for h, _, blob in vectors))
+        timings["rows_and_fts_s"] += t1 - t0
+        timings["vectors_s"] += time.perf_counter() - t1
+    store.checkpoint()
+    return {"chunks": chunk_id, "files": n_files, **{k: round(v, 1) for k, v in timings.items()}, "queries": queries}
+
+
+def _brute_top(matrix, ids, queries, k: int = 10) -> list[set[int]]:
+    """Exact float32 top k chunk ids per query over the float16 matrix, in bounded blocks."""
+    import numpy as np
+
+    q = np.asarray(queries, dtype=np.float32)
+    best_scores = np.full((len(q), k), -np.inf, dtype=np.float32)
+    best_rows = np.zeros((len(q), k), dtype=np.int64)
+    for start in range(0, len(matrix), BRUTE_BLOCK_ROWS):
+        block = matrix[start : start + BRUTE_BLOCK_ROWS].astype(np.float32) @ q.T  # (rows, queries)
+        scores = np.concatenate([best_scores, block.T], axis=1)
+        rows = np.concatenate([best_rows, np.arange(start, start + len(block))[None].repeat(len(q), 0)], axis=1)
+        keep = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        best_scores = np.take_along_axis(scores, keep, 1)
+        best_rows = np.take_along_axis(rows, keep, 1)
+    return [set(ids[r].tolist()) for r in best_rows]
+
+
+def _ann():
+    from vault_index.engine import ann
+
+    return ann
+
+
+def child_hybrid(n_chunks: int, workdir: str, ann_min_vectors: int | None = None,
+                 n_queries: int = HYBRID_QUERIES) -> dict:
+    """Build the synthetic index, then time the real Searcher.search (hybrid) on it.
+
+    `ann_min_vectors` lowers the size from which the IVF index serves (tests, at a small size)."""
+    import numpy as np
+
+    from vault_index.engine.models import Models
+    from vault_index.engine.store import Store
+    from vault_index.services import fusion
+    from vault_index.services.search import Searcher
+    from vault_index.tooling.bench_footprint import _peak_mb
+
+    db_path = Path(workdir) / f"million-{n_chunks}.db"
+    store = Store(db_path)
+    t0 = time.perf_counter()
+    filled = fill_store(store, n_chunks, n_queries)
+    build_rows_s = time.perf_counter() - t0
+    queries = filled.pop("queries")
+    out: dict = {**filled, "fill_s": round(build_rows_s, 1),
+                 "db_mb": round(sum(p.stat().st_size for p in Path(workdir).glob(db_path.name + "*")) / 1e6, 1),
+                 "rss_after_fill_mb": round(_rss_mb(), 1), "peak_after_fill_mb": _peak_mb()}
+    searcher = Searcher(store, Models.fixed(_QueryVectors(queries)))
+    texts = list(queries)
+    if ann_min_vectors is not None:
+        searcher.vector_index().ann_min_vectors = ann_min_vectors
+    t0 = time.perf_counter()
+    searcher.search(texts[0], "hybrid")  # loads the float16 matrix and builds the IVF index
+    out["first_search_s"] = round(time.perf_counter() - t0, 1)
+    index = searcher.vector_index()
+    out["ivf_build_s"] = round(index.approx.build_seconds, 1) if index.approx is not None else None
+    out["rss_after_load_mb"] = round(_rss_mb(), 1)
+    for text in texts[: min(HYBRID_WARMUP, len(texts))]:
+        searcher.search(text, "hybrid")
+    approximate, times, cpu = [], [], []
+    for text in texts:
+        c0, t0 = time.process_time(), time.perf_counter()
+        result = searcher.search(text, "hybrid")
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        approximate.append([(h.path, h.line_start) for h in result.hits])
+    # CPU time as well as wall time: on a shared machine the wall time of one search is mostly
+    # waiting for a core; its CPU time is what the search itself costs.
+    out["hybrid"] = {**_summary(times), "cpu": _summary(cpu)}
+    # The hybrid's vector side as it ran (the IVF index, re-scored), against brute force.
+    vectors = index._refresh()
+    truth = _brute_top(vectors.matrix, vectors.ids, [queries[t] for t in texts])
+    side = [[cid for cid, _ in index.search(queries[t], fusion.CANDIDATES_PER_SIDE)] for t in texts]
+    out["vector_side_recall_at_10"] = round(_ann().recall_at(truth, side), 4)
+    # The same hybrid searches with the exact scan in place of the IVF index: top-10 agreement.
+    approx, index.approx = index.approx, None
+    exact_times, exact_cpu, overlap = [], [], []
+    for text, got in zip(texts, approximate, strict=True):
+        c0, t0 = time.process_time(), time.perf_counter()
+        result = searcher.search(text, "hybrid")
+        exact_times.append(time.perf_counter() - t0)
+        exact_cpu.append(time.process_time() - c0)
+        want = {(h.path, h.line_start) for h in result.hits}
+        overlap.append(len(want & set(got)) / max(1, len(want)))
+    index.approx = approx
+    out["hybrid_exact_scan"] = {**_summary(exact_times), "cpu": _summary(exact_cpu)}
+    out["hybrid_top10_vs_exact"] = round(float(np.mean(overlap)), 4)
+    out["peak_rss_mb"] = _peak_mb()
+    store.close()
+    return out
+
+
+def _summary(times: list[float]) -> dict:
+    times = sorted(times)
+    at = lambda p: round(times[min(len(times) - 1, int(round(p * (len(times) - 1))))] * 1000, 1)  # noqa: E731
+    return {"p50_ms": at(0.5), "p95_ms": at(0.95), "n": len(times)}
+
+
+def bench_hybrid(args, workdir: Path, n_chunks: int = HYBRID_CHUNKS) -> dict:
+    """The hybrid part in a child process of its own (its memory is its own VmHWM)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from vault_index.tooling.bench import _loadavg
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "vault_index.tooling.bench_million", "hybrid", str(n_chunks),
+                           str(workdir)], capture_output=True, text=True, timeout=HYBRID_TIMEOUT_S,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    return {**json.loads(lines[-1]), "total_s": round(time.perf_counter() - t0, 1), "loadavg_end": _loadavg()}
+
+
+def render_hybrid(h: dict) -> str:
+    if not h or "hybrid" not in h:
+        return f"hybrid search at 1M chunks: {(h or {}).get('error') or 'not run'}"
+    pair = lambda d: f"{d['p50_ms']}/{d['p95_ms']}"  # noqa: E731
+    return "\n".join([
+        f"hybrid search end to end, {h['chunks']:,} chunks ({h['files']:,} notes, synthetic, bulk-filled):",
+        f"  build: rows + FTS5 {h['rows_and_fts_s']} s, vectors {h['vectors_s']} s (fill {h['fill_s']} s in all), "
+        f"first search (float16 matrix + IVF) {h['first_search_s']} s, of which IVF {h['ivf_build_s']} s; "
+        f"index file {h['db_mb']} MB",
+        f"  memory: {h['rss_after_fill_mb']} MB after the fill, {h['rss_after_load_mb']} MB after the first search, "
+        f"peak {h['peak_rss_mb']} MB",
+        f"  Searcher.search hybrid p50/p95 {pair(h['hybrid'])} ms wall, {pair(h['hybrid']['cpu'])} ms CPU (IVF); "
+        f"with the exact scan {pair(h['hybrid_exact_scan'])} ms wall, {pair(h['hybrid_exact_scan']['cpu'])} ms CPU",
+        f"  recall@10 of the vector side against brute force {h['vector_side_recall_at_10']}; "
+        f"hybrid top 10 shared with the exact-scan hybrid {h['hybrid_top10_vs_exact']}",
+    ])
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    if sys.argv[1] == "hybrid":
+        print(json.dumps(child_hybrid(int(sys.argv[2]), sys.argv[3])))
+    else:
+        raise SystemExit(f"unknown part {sys.argv[1]}")
