@@ -142,3 +142,18 @@ def test_vectors_come_back_as_the_float32_bytes_that_went_in(store_factory):
     assert dict(store.iter_vectors("m")) == vectors
     assert store.file_vectors("m", [keys[0][0]]) == [(c, f, vectors[h]) for c, f, h in keys]
     store.close()
+
+
+def test_the_chunk_count_follows_writes_of_another_connection(store_factory):
+    writer = store_factory("shared")
+    reader = store_factory("shared")  # a second connection to the same index (another process)
+    source = writer.add_source("/v")
+    _put(writer, source, "/v/a.md", "# A\n\nalpha text\n\n## More\n\nbeta text\n")
+    assert reader.chunk_count() == 2
+    assert reader.chunk_count() == 2  # counted once while the generation stays
+    _put(writer, source, "/v/b.md", "# B\n\ngamma text\n")
+    assert reader.chunk_count() == 3
+    writer.delete_file("/v/a.md")
+    assert reader.chunk_count() == 1
+    writer.remove_source("/v")
+    assert reader.chunk_count() == 0
