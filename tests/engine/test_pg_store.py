@@ -160,20 +160,3 @@ def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database):
         store.close()
 
 
-def test_the_chunk_count_follows_writes_of_another_connection(pg_database):
-    url = pg_database("counted")
-    reader, writer = pg_store.PgStore(url), pg_store.PgStore(url)
-    try:
-        source = writer.add_source("/v")
-        _put(writer, source, "/v/a.md", "# A\n\nalpha text\n\n## More\n\nbeta text\n")
-        assert reader.chunk_count() == 2
-        assert reader.chunk_count() == 2  # counted once: the generation did not move
-        _put(writer, source, "/v/b.md", "# B\n\ngamma text\n")
-        assert reader.chunk_count() == 3
-        writer.delete_file("/v/a.md")
-        assert reader.chunk_count() == 1
-        writer.remove_source("/v")
-        assert reader.chunk_count() == 0
-    finally:
-        reader.close()
-        writer.close()
