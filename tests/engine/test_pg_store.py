@@ -158,5 +158,3 @@ def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database):
         assert got[keys[2][0]] == pytest.approx(1.0, abs=1e-5)
     finally:
         store.close()
-
-
