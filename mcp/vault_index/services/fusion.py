@@ -1,8 +1,8 @@
 """Pure ranking functions (lists in, lists out) and their named constants.
 
 Every fusion constant here was chosen on the eval suite (`vault-index eval --suite
-eval/suite.json --full`: five corpora) and checked leave-one-corpus-out: picked on the other
-corpora, scored on the held-out one. docs/adr/0005-fusion-across-corpora.md has the tables (0002
+eval/suite.json`: five corpora) and checked leave-one-corpus-out: picked on the other corpora,
+scored on the held-out one. docs/adr/0005-fusion-across-corpora.md has the tables (0002
 has the first sweep, on the example vault alone). Change one only with a before/after suite run.
 """
 
@@ -45,8 +45,9 @@ KEYWORD_SCORE_POWER = 1
 # keyword hit holds a small share of the question's weight; the keyword terms still gave that hit
 # and its neighbours their full bonus. A question whose best keyword hit holds most of its rare
 # terms (a name, an id, a date) keeps the full bonus. Outcome (file NDCG@5 over the better single
-# mode): before -0.007 / +0.028 / +0.023 / -0.034 / +0.026, after +0.025 / +0.020 / +0.020 /
-# +0.021 / +0.021 (Artsy, example vault, LoCoMo, Open Source Guides, Rust book); ADR 0005.
+# mode, replayed in-sample): before -0.007 / +0.028 / +0.023 / -0.034 / +0.026, after +0.025 /
+# +0.020 / +0.020 / +0.021 / +0.021 (Artsy, example vault, LoCoMo, Open Source Guides, Rust book);
+# held out +0.025 / +0.015 / +0.020 / +0.004 / +0.021 (ADR 0005).
 CONFIDENCE_SCALE = 1.5
 DEPRECATED_PENALTY = 0.5  # deprecated notes stay findable but rank below live ones
 
