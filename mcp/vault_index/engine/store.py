@@ -185,6 +185,7 @@ class Store:
         self.recovered_from: Path | None = None
         self.read_only: str | None = None  # why writes are refused, when they are
         self.notices: list[str] = []
+        self._chunk_count: tuple[str, int] | None = None  # (generation, count): chunk_count()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -244,6 +245,7 @@ class Store:
         except sqlite3.Error:
             pass
         self.db = self._rebuild(damage)
+        self._chunk_count = None  # a new file: its generation says nothing about the old count
 
     def recovery_notice(self) -> str | None:
         """What a rebuild left for every later process to say, while the fresh index is empty."""
@@ -650,10 +652,9 @@ class Store:
         118 ms hybrid search, ADR 0014). Outcome: one meta lookup; a write from any process bumps
         the generation, so the next call counts again (as PgStore.chunk_count)."""
         generation = self.get_meta("generation", "0")
-        cached = getattr(self, "_chunk_count", None)
-        if cached is None or cached[0] != generation:
-            cached = self._chunk_count = (generation, self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
-        return cached[1]
+        if self._chunk_count is None or self._chunk_count[0] != generation:
+            self._chunk_count = (generation, self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        return self._chunk_count[1]
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
