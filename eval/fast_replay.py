@@ -39,6 +39,8 @@ class Prepared:
     answer_file: np.ndarray  # per file index: is it an answer's file
     relevant: np.ndarray  # per candidate: an answer's file and heading
     top_cov: float  # coverage of the keyword side's best hit (0 without keyword hits)
+    df: tuple[int, ...]  # the query terms' document counts, and the index's chunk count, for
+    total: int  # fusion.matched_share
 
 
 def prepare(q: dict) -> Prepared:
@@ -64,6 +66,8 @@ def prepare(q: dict) -> Prepared:
         relevant=np.array([any(c["path"] == f and heading_matches(c["heading"], h) for f, h in q["answers"])
                            for c in cands]),
         top_cov=best_kw["cov"] if best_kw else 0.0,
+        df=tuple(q["df"]),
+        total=q["total"],
     )
 
 
@@ -74,7 +78,8 @@ def scores(p: Prepared, v: dict) -> np.ndarray:
         if v.get("bm_cov"):
             term = term * p.cov ** v["bm_cov"]
         keyword_part = keyword_part + np.where(p.has_bm, term, 0.0)
-    trust = 1.0 if v.get("conf") is None else min(1.0, v["conf"] * p.top_cov)
+    share = rf.fusion.matched_share(p.df, p.total, v["u"]) if v.get("u") else 1.0
+    trust = 1.0 if v.get("conf") is None else min(1.0, v["conf"] * p.top_cov * share)
     return p.cos + v["note"] * p.note + trust * keyword_part
 
 
@@ -150,4 +155,5 @@ if __name__ == "__main__":
     base = {**rf.START, "bm": 0.2, "bm_pow": 3}
     check(rf.load(Path(sys.argv[1])), [base, {**base, "bm_cov": 2}, {**base, "file_agg": 0.2, "w": 0.1},
                                        {**rf.START}, {**base, "bm_cov": 1, "bm_pow": 1, "note": 0.3},
-                                       rf.SHIPPED, {**rf.SHIPPED, "conf": 3.0, "file_agg": 0.2}])
+                                       rf.SHIPPED, {**rf.SHIPPED, "conf": 3.0, "file_agg": 0.2},
+                                       {**rf.SHIPPED, "u": 0}])

@@ -23,7 +23,15 @@ import replay_fusion as rf  # noqa: E402
 from vault_index.tooling.loco import choose_on, leave_one_corpus_out  # noqa: E402
 
 INCUMBENT = {**rf.START, "bm": 0.2, "bm_pow": 3}  # fusion.py before the confidence gate (ADR 0005)
+# fusion.py before the matched share: the confidence gate's constants, unmatched terms weighing 0
+GATED = {**rf.SHIPPED, "u": 0}
 GRIDS = {
+    # unmatched query terms in the keyword confidence (fusion.matched_share, weight u), on its own
+    # and jointly with the gate's constants; the incumbent is the fusion before it (GATED)
+    "unmatched terms in the confidence": {"_from": GATED, "u": [0, 0.5, 1, 1.5, 2]},
+    "unmatched terms x confidence gate x coverage weight x keyword term x note weight": {
+        "_from": GATED, "u": [0, 0.5, 1, 1.5, 2], "conf": [1.25, 1.5, 2, 3], "w": [0.3, 0.4, 0.5],
+        "bm": [0.2, 0.3, 0.4], "note": [0.2, 0.3]},
     # the keyword confidence (fusion.keyword_confidence: min(1, conf x coverage of the best keyword
     # hit) scales the coverage and keyword-score terms) with the constants it interacts with. The
     # grid ranges were widened where a choice sat on an edge (bm 0.3 first sat on the top of
@@ -53,8 +61,10 @@ def run(datasets: dict, criterion: str, only: str = "") -> None:
     for title, space in GRIDS.items():
         if only and only not in title:
             continue
+        space = dict(space)
+        incumbent = space.pop("_from", INCUMBENT)
         keys = list(space)
-        variants = [INCUMBENT] + [{**INCUMBENT, **dict(zip(keys, vals, strict=True))}
+        variants = [incumbent] + [{**incumbent, **dict(zip(keys, vals, strict=True))}
                                   for vals in itertools.product(*space.values())]
         table = {n: [fr.score(prepared[n], v) for v in variants] for n in names}
         margins = {n: [rf.margin(s, bases[n]) for s in rows] for n, rows in table.items()}

@@ -108,7 +108,9 @@ def fused_order(q, p: dict):
     if p.get("names") and has_name(q["query"]):
         weight *= 1 + p["names"]
     # the keyword confidence of fusion.keyword_confidence: scale x coverage of the best keyword hit
-    trust = 1.0 if p.get("conf") is None else min(1.0, p["conf"] * (kw_top[0]["cov"] if kw_top else 0.0))
+    # ... times the query's matched share (fusion.matched_share) when p["u"] is set
+    share = fusion.matched_share(q["df"], q["total"], p["u"]) if p.get("u") else 1.0
+    trust = 1.0 if p.get("conf") is None else min(1.0, p["conf"] * (kw_top[0]["cov"] if kw_top else 0.0) * share)
     scores = {}
     for c in cands:
         cos = c["cos"] if (c["vec"] or p.get("real_cos")) and c["cos"] is not None else floor
@@ -221,7 +223,8 @@ def chain(datasets: dict, bases: dict, train: list[str], criterion: str, start: 
 # one-at-a-time chain below starts. fusion.py ships SHIPPED (ADR 0005, dated sections).
 START = {"w": 0.25, "pow": 3, "note": 0.2, "bm": 0.0, "bm_pow": 1}
 SHIPPED = {"w": fusion.COVERAGE_WEIGHT, "pow": fusion.COVERAGE_POWER, "note": fusion.NOTE_WEIGHT,
-           "bm": fusion.KEYWORD_SCORE_WEIGHT, "bm_pow": fusion.KEYWORD_SCORE_POWER, "conf": fusion.CONFIDENCE_SCALE}
+           "bm": fusion.KEYWORD_SCORE_WEIGHT, "bm_pow": fusion.KEYWORD_SCORE_POWER, "conf": fusion.CONFIDENCE_SCALE,
+           "u": fusion.UNMATCHED_TERM_WEIGHT}
 # The keyword-score term (weight, power) is new: it is chosen jointly, off first.
 KEYWORD_TERM = [(0.0, 1)] + [(b, p) for p in (1, 2, 3) for b in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)]
 HARM = 0.01  # the shipped choice may cost no corpus more than this, at file or chunk level

@@ -63,6 +63,41 @@ def test_keyword_confidence_is_the_scaled_coverage_of_the_best_keyword_hit():
     assert fusion.keyword_confidence([], {1: 1.0}) == 0.0  # no keyword side: no keyword evidence
 
 
+def test_matched_share_weighs_each_term_found_nowhere_as_the_rarest_term_times_the_constant():
+    total = 99  # idf of a term in one chunk: log(100)
+    assert fusion.matched_share([3, 40], total) == 1.0  # every term is somewhere in the index
+    assert fusion.matched_share([0, 0], total) == 0.0  # nothing the index holds
+    assert fusion.matched_share([], total) == 0.0
+    matched = fusion.idf(3, total) + fusion.idf(40, total)
+    expected = matched / (matched + 1.5 * math.log(100))
+    assert fusion.matched_share([3, 0, 40], total, unmatched_weight=1.5) == pytest.approx(expected)
+    assert fusion.matched_share([3, 0, 40], total, unmatched_weight=0.0) == 1.0  # the rule off
+    # two unmatched words weigh more than one; a rare matched word holds more mass than a common one
+    assert fusion.matched_share([3, 0, 0], total) < fusion.matched_share([3, 0], total)
+    assert fusion.matched_share([1, 0], total) > fusion.matched_share([60, 0], total)
+
+
+def test_keyword_confidence_is_scaled_by_the_matched_share():
+    keyword = fusion.ranked([(4, 9.0)])
+    assert fusion.keyword_confidence(keyword, {4: 0.6}, scale=1.5) == pytest.approx(0.9)
+    assert fusion.keyword_confidence(keyword, {4: 0.6}, scale=1.5, share=0.5) == pytest.approx(0.45)
+    assert fusion.keyword_confidence(keyword, {4: 1.0}, scale=1.5, share=0.5) == pytest.approx(0.75)
+
+
+def test_a_question_in_words_the_vault_never_uses_keeps_the_vector_order():
+    """The best keyword hit holds every MATCHED term (coverage 1), but half the question's words
+    are found nowhere: with the matched share the keyword terms no longer overturn the cosine
+    order; without it (share 1) the keyword hit jumps ahead."""
+    vector = fusion.ranked([(1, 0.72), (2, 0.50)])
+    keyword = fusion.ranked([(2, 8.0)])
+    share = fusion.matched_share([12, 0, 0], 999)
+    kept = fusion.coverage_fusion(vector, keyword, {1: 0.0, 2: 1.0}, note_weight=0.0, share=share)
+    overturned = fusion.coverage_fusion(vector, keyword, {1: 0.0, 2: 1.0}, note_weight=0.0, share=1.0)
+    assert share < 0.2
+    assert [cid for cid, _ in kept] == [1, 2]
+    assert [cid for cid, _ in overturned] == [2, 1]
+
+
 def test_a_weak_best_keyword_hit_scales_the_keyword_terms_down_and_a_strong_one_keeps_them():
     """A paraphrase whose best keyword hit shares one common word keeps the cosine order; a
     question whose best hit holds its rare terms lets that hit overtake a closer cosine."""

@@ -136,12 +136,27 @@ def test_explain_gives_each_stage_and_the_fusion_formula_holds(indexed):
         if parts["vector"] is not None:
             expected = (
                 parts["vector"]["score"]
-                + fusion.COVERAGE_WEIGHT * parts["fusion"]["coverage"] ** fusion.COVERAGE_POWER
                 + fusion.NOTE_WEIGHT * parts["fusion"]["note"]
-                + fusion.KEYWORD_SCORE_WEIGHT * parts["fusion"]["keyword_strength"] ** fusion.KEYWORD_SCORE_POWER
+                + parts["fusion"]["keyword_confidence"] * (
+                    fusion.COVERAGE_WEIGHT * parts["fusion"]["coverage"] ** fusion.COVERAGE_POWER
+                    + fusion.KEYWORD_SCORE_WEIGHT * parts["fusion"]["keyword_strength"] ** fusion.KEYWORD_SCORE_POWER)
             )
             assert parts["fusion"]["score"] == pytest.approx(expected, abs=1e-3)
     assert indexed.search("capacitive", mode="hybrid").hits[0].explain == {}  # only when asked
+
+
+def test_words_the_index_never_holds_lower_the_keyword_confidence(indexed):
+    """The same question with two words no note uses: the matched share drops below 1 and the
+    confidence is scale x the best keyword hit's coverage x that share (fusion.matched_share)."""
+    for query, full in (("capacitive moisture probe", True), ("capacitive moisture probe zyxwv qwertyuiop", False)):
+        hits = indexed.search(query, mode="hybrid", explain=True, limit=20).hits
+        fused = hits[0].explain["fusion"]
+        best = next(h.explain["fusion"] for h in hits if (h.explain["keyword"] or {}).get("rank") == 1)
+        assert (fused["matched_share"] == 1.0) is full and 0 < fused["matched_share"] <= 1
+        assert fused["keyword_confidence"] == pytest.approx(
+            min(1.0, fusion.CONFIDENCE_SCALE * best["coverage"] * fused["matched_share"]), abs=1e-3)
+        if not full:
+            assert fused["keyword_confidence"] < 1
 
 
 def test_operators_are_words_not_syntax(indexed):

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from vault_index.types import Candidate
 
 # Bump when the formula changes, so results and baselines say which ranking produced them.
-FUSION_VERSION = "cosine+note+confidence*(idf-coverage+bm25)"
+FUSION_VERSION = "cosine+note+confidence*matched*(idf-coverage+bm25)"
 CANDIDATES_PER_SIDE = 50  # how deep each side is read before fusion
 RERANK_TOP = 10  # how many fused hits the cross-encoder reorders
 # Fused score = cosine + NOTE_WEIGHT * note cosine
 #               + confidence * (COVERAGE_WEIGHT * coverage ** COVERAGE_POWER
 #                               + KEYWORD_SCORE_WEIGHT * (bm25 / best bm25) ** KEYWORD_SCORE_POWER)
+# confidence = min(1, CONFIDENCE_SCALE * coverage of the best keyword hit * matched share)
 # Every constant below was chosen on the five corpora of eval/suite.json (the example vault,
 # LoCoMo, the Rust book, the Open Source Guides, Artsy's handbook) and checked leave-one-corpus-out:
 # picked on four, scored on the fifth (docs/adr/0005-fusion-across-corpora.md has the tables and
@@ -49,6 +50,19 @@ KEYWORD_SCORE_POWER = 1
 # +0.020 / +0.020 / +0.021 / +0.021 (Artsy, example vault, LoCoMo, Open Source Guides, Rust book);
 # held out +0.025 / +0.015 / +0.020 / +0.004 / +0.021 (ADR 0005).
 CONFIDENCE_SCALE = 1.5
+# matched share = W_matched / (W_matched + UNMATCHED_TERM_WEIGHT * W_unmatched): the query's IDF mass
+# on terms the index holds, against the mass of terms it holds nowhere, each of those weighing
+# UNMATCHED_TERM_WEIGHT x the largest IDF there is (a term in one chunk).
+# Trigger: coverage weighs a term that matches nothing as 0, so a paraphrase whose distinctive words
+# are not the vault's ("website's ... became unreachable") kept its full keyword bonus on the few
+# common words it did share, and a note that merely shared them outranked the vector side's answer.
+# Why: words the vault never uses say the question is not in the vault's vocabulary, which is when
+# the vector side is the one to trust. Outcome (file NDCG@5 over the better single mode, replayed;
+# ADR 0005, fourth dated section): picked by leave-one-corpus-out on the value alone, mean criterion,
+# 1.5 in every fold; held out +0.0265 / +0.0235 / +0.0373 / +0.0214 / +0.0375 (example vault,
+# LoCoMo, Rust book, Open Source Guides, Artsy) against +0.0197 / +0.0215 / +0.0209 / +0.0214 /
+# +0.0248 without it; chunk NDCG@5 up on four corpora.
+UNMATCHED_TERM_WEIGHT = 1.5
 DEPRECATED_PENALTY = 0.5  # deprecated notes stay findable but rank below live ones
 
 
@@ -70,13 +84,24 @@ def keyword_strength(keyword: Sequence[Candidate]) -> dict[int, float]:
     return {c.chunk_id: max(0.0, c.score) / best for c in keyword}
 
 
+def matched_share(doc_counts: Sequence[int], total_chunks: int,
+                  unmatched_weight: float = UNMATCHED_TERM_WEIGHT) -> float:
+    """The query's IDF mass on terms found in the index, over that plus `unmatched_weight` x the
+    largest possible IDF for each term found nowhere (doc count 0), in [0, 1]; 1 when every term
+    matches, 0 when none does."""
+    matched = sum(idf(df, total_chunks) for df in doc_counts if df > 0)
+    unmatched = unmatched_weight * idf(1, total_chunks) * sum(1 for df in doc_counts if df <= 0)
+    return matched / (matched + unmatched) if matched + unmatched > 0 else 0.0
+
+
 def keyword_confidence(keyword: Sequence[Candidate], coverages: dict[int, float],
-                       scale: float = CONFIDENCE_SCALE) -> float:
+                       scale: float = CONFIDENCE_SCALE, share: float = 1.0) -> float:
     """How far the keyword side can be trusted for this query, in [0, 1]: scale x the coverage of
-    its best hit (the first of `keyword`), capped at 1; 0 with no keyword hits."""
+    its best hit (the first of `keyword`) x the query's `matched_share`, capped at 1; 0 with no
+    keyword hits."""
     if not keyword:
         return 0.0
-    return min(1.0, scale * coverages.get(keyword[0].chunk_id, 0.0))
+    return min(1.0, scale * coverages.get(keyword[0].chunk_id, 0.0) * share)
 
 
 def coverage_fusion(
@@ -90,17 +115,19 @@ def coverage_fusion(
     keyword_weight: float = KEYWORD_SCORE_WEIGHT,
     keyword_power: float = KEYWORD_SCORE_POWER,
     confidence_scale: float | None = CONFIDENCE_SCALE,
+    share: float = 1.0,
 ) -> list[tuple[int, float]]:
     """Fuse the two candidate lists, best first.
 
     cosine + note_weight * note cosine
     + confidence * (weight * coverage ** power + keyword_weight * (bm25 / best bm25) ** keyword_power),
-    confidence = keyword_confidence(keyword, coverages, confidence_scale), or 1 when the scale is None.
+    confidence = keyword_confidence(keyword, coverages, confidence_scale, share), or 1 when the scale is
+    None; `share` is the query's matched_share (1: every query term is in the index).
     A chunk only the keyword side found gets the lowest cosine the vector side returned.
     """
     note_similarity = note_similarity or {}
     strength = keyword_strength(keyword)
-    trust = 1.0 if confidence_scale is None else keyword_confidence(keyword, coverages, confidence_scale)
+    trust = 1.0 if confidence_scale is None else keyword_confidence(keyword, coverages, confidence_scale, share)
     cosines = {c.chunk_id: c.score for c in vector}
     floor = min(cosines.values()) if cosines else 0.0
     ids = list(cosines) + [c.chunk_id for c in keyword if c.chunk_id not in cosines]

@@ -5,7 +5,8 @@ Stages, in order:
 2. vector: the query embedded, kNN over chunk vectors, as deep;
 3. fusion: cosine, plus the query's similarity to the chunk's whole note, plus an IDF-weighted
    term-coverage bonus and the chunk's bm25 relative to the query's best, both scaled by how much
-   of the query the best keyword hit holds (fusion.coverage_fusion);
+   of the query the best keyword hit holds and by how much of it the index holds at all
+   (fusion.coverage_fusion);
 4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
 4b. daily notes: a question naming an exact date puts that day's note first (services/dates.py);
 5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
@@ -64,6 +65,7 @@ class _Trace:
     note: dict[int, float] = field(default_factory=dict)
     strength: dict[int, float] = field(default_factory=dict)
     confidence: float = 0.0  # fusion.keyword_confidence of the query
+    share: float = 1.0  # fusion.matched_share of the query
     dated: set[int] = field(default_factory=set)  # promoted by the daily-note rule
 
 
@@ -146,8 +148,9 @@ class Searcher:
                 trace.coverage = self._coverages(terms, counts, rows)
                 trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
                 trace.strength = fusion.keyword_strength(keyword)
-                trace.confidence = fusion.keyword_confidence(keyword, trace.coverage)
-                order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note)
+                trace.share = fusion.matched_share(counts.per_term, counts.total) if counts else 1.0
+                trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
+                order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note, share=trace.share)
                 trace.fused = dict(order)
                 if mode == "hybrid+rerank":
                     order, reranked = self._rerank(query, order, rows, notices)
@@ -298,6 +301,7 @@ class Searcher:
                     "note": round(trace.note.get(row.id, 0.0), 4),
                     "keyword_strength": round(trace.strength.get(row.id, 0.0), 4),
                     "keyword_confidence": round(trace.confidence, 4),
+                    "matched_share": round(trace.share, 4),
                     "version": fusion.FUSION_VERSION,
                 } if row.id in trace.fused else None,
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
