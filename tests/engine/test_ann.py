@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import write
 from vault_index.engine import ann
-from vault_index.engine.vectors import NumpyIndex
+from vault_index.engine.vectors import NumpyIndex, rescore_reachable
 
 
 def _unit(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:
@@ -78,3 +78,49 @@ def test_small_indexes_scan_exactly_without_a_graph(tmp_path, open_app, fake_emb
 
 def test_recall_at_counts_shared_top_k():
     assert ann.recall_at([{1, 2}, {3, 4}], [[1, 9], [3, 4]], k=2) == 0.75
+
+
+def test_the_rescore_skips_only_rows_that_cannot_reach_the_top():
+    rng = np.random.default_rng(5)
+    skipped = 0
+    for trial in range(200):
+        n, limit = int(rng.integers(20, 300)), int(rng.integers(1, 60))
+        rows = _unit(n, 64, seed=trial)
+        twins = rng.integers(0, n, n // 4)  # near-duplicates, closer than float16 can tell apart
+        rows[twins] = rows[rng.integers(0, n, len(twins))] + rng.standard_normal((len(twins), 64)) * 1e-5
+        query = _unit(1, 64, seed=1000 + trial)[0]
+        exact = rows @ query
+        best = sorted(range(n), key=lambda i: (-exact[i], i))[:limit]
+        kept = rescore_reachable(rows.astype(np.float16), query, limit)
+        assert set(best) <= set(kept.tolist())
+        assert kept.tolist() == sorted(kept.tolist())  # candidates keep their order
+        skipped += n - len(kept)
+    assert skipped > 0  # and it does leave rows unread
+
+
+def test_the_rescore_reads_every_row_when_it_cannot_tell():
+    rows = _unit(10, 8).astype(np.float16)
+    query = _unit(1, 8, seed=3)[0]
+    assert rescore_reachable(rows, query, 10).tolist() == list(range(10))  # limit covers them all
+    rows[4, 0] = np.inf  # a float16 overflow: no bound holds
+    assert rescore_reachable(rows, query, 3).tolist() == list(range(10))
+
+
+def test_search_reads_fewer_float32_vectors_than_candidates(tmp_path, open_app, fake_embedder):
+    vault = tmp_path / "vault"
+    for i in range(40):
+        write(vault, f"n{i}.md", f"# Note {i}\n\n## A\n\nalpha word{i} text {i % 7} more{i % 5}\n")
+    app = open_app(fake_embedder)
+    app.index([str(vault)])
+    index = NumpyIndex(app.store, fake_embedder.fingerprint)
+    query = fake_embedder.embed_query("alpha word4 text")
+    index.search(query, 5)  # loads the matrix
+    asked: list[int] = []
+    real = app.store.vectors_by_hash
+    app.store.vectors_by_hash = lambda model, hashes=None: asked.append(len(hashes)) or real(model, hashes)
+    hits = index.search(query, 5)
+    assert len(asked) == 1 and asked[0] < 10  # 2 x 5 candidates; only those that could make the top 5
+    stored = real(fake_embedder.fingerprint)
+    exact = ((float(np.frombuffer(stored[h], np.float32) @ query), cid) for cid, _, h in app.store.chunk_keys())
+    scored = sorted(exact, key=lambda p: (-p[0], p[1]))
+    assert hits == [(cid, score) for score, cid in scored[:5]]

@@ -219,3 +219,47 @@ def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, o
     assert result.vector_used
     assert any("no vectors for model-b" in n for n in result.notices)
     assert [h.path for h in result.hits] == [str(vault / "a.md")]  # the keyword side still answers
+
+
+def test_a_large_index_bounds_the_keyword_or_to_its_rarest_terms(tmp_path, open_app, monkeypatch):
+    from vault_index.services import search
+
+    root = tmp_path / "budget"
+    for word, copies in (("zephyr", 1), ("quartz", 3), ("marble", 6)):
+        for i in range(copies):
+            write(root, f"{word}{i}.md", f"# {word.title()} {i}\n\nthe {word} note number {i}\n")
+    app = open_app(None)
+    app.index([str(root)])
+    query = "zephyr quartz marble"
+    monkeypatch.setattr(search, "KEYWORD_POSTING_BUDGET", 4)  # zephyr + quartz: 4 chunks; marble: 6 more
+    below = _names(app.search(query, mode="keyword", limit=20))
+    assert sorted(below) == sorted(["zephyr0.md"] + [f"quartz{i}.md" for i in range(3)]
+                                   + [f"marble{i}.md" for i in range(6)])  # under the size: unbounded
+
+    monkeypatch.setattr(search, "BOUNDED_KEYWORD_MIN_CHUNKS", app.store.chunk_count())  # "large" from here
+    bounded = _names(app.search(query, mode="keyword", limit=20))
+    assert sorted(bounded) == sorted(["zephyr0.md"] + [f"quartz{i}.md" for i in range(3)])
+    hybrid = app.search(query, mode="hybrid", limit=20)
+    assert [h.path for h in hybrid.hits] == [h.path for h in app.search(query, mode="keyword", limit=20).hits]
+
+
+def test_below_the_size_threshold_the_keyword_query_is_the_unbounded_one(backend):
+    import random
+
+    from vault_index.services.query import fts_match
+    from vault_index.services.search import (
+        BOUNDED_KEYWORD_MIN_CHUNKS,
+        DF_COUNT_CAP,
+        KEYWORD_POSTING_BUDGET,
+        _DocCounts,
+        keyword_match,
+    )
+
+    rng = random.Random(13)
+    for _ in range(500):
+        terms = [f"t{i}" for i in range(rng.randint(1, 32))]
+        per_term = [rng.choice([0, rng.randint(1, DF_COUNT_CAP), rng.randint(1, KEYWORD_POSTING_BUDGET)])
+                    for _ in terms]
+        total = rng.randint(1, BOUNDED_KEYWORD_MIN_CHUNKS - 1)
+        counts = _DocCounts(total, max(DF_COUNT_CAP, total // 100), per_term)
+        assert keyword_match(terms, counts) == fts_match(terms, per_term, counts.common_at)

@@ -29,7 +29,27 @@ def test_hybrid_at_a_small_size_through_the_ivf_index_reports_recall_and_latency
     assert 0.9 <= out["vector_side_recall_at_10"] <= 1.0
     assert 0.8 <= out["hybrid_top10_vs_exact"] <= 1.0
     assert out["peak_rss_mb"] >= out["rss_after_load_mb"] > 0
-    assert "recall@10 of the vector side" in bench_million.render_hybrid(out)
+    assert out["hybrid_long"]["n"] == 30 and out["hybrid_long_unbounded"]["n"] == 30
+    # under 100k chunks the keyword side has no posting budget: the same hits with or without it
+    assert out["hybrid_top10_vs_unbounded"] == out["hybrid_long_top10_vs_unbounded"] == 1.0
+    rendered = bench_million.render_hybrid(out)
+    assert "recall@10 of the vector side" in rendered and "unbounded keyword side" in rendered
+
+
+def test_long_questions_are_words_of_their_chunk_with_a_vector_near_it(tmp_path):
+    import numpy as np
+
+    store = Store(tmp_path / "long.db")
+    bench_million.fill_store(store, 500, 3)
+    questions = bench_million.long_questions(store, 20)
+    assert len(questions) == 20
+    for text, vector in questions.items():
+        words = text.split()
+        assert bench_million.LONG_WORDS[0] <= len(words) <= bench_million.LONG_WORDS[1]
+        match = " AND ".join(f'"{w}"' for w in words)
+        assert store.db.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchone()[0] >= 1
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    store.close()
 
 
 def test_brute_top_is_the_exact_top_k():

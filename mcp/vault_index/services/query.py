@@ -37,16 +37,38 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_match(terms: list[str], doc_counts: list[int], common_at: int) -> str:
+def fts_match(terms: list[str], doc_counts: list[int], common_at: int, budget: int | None = None) -> str:
     """The FTS5 query: any of the query's specific terms, or all of them when every one is common.
 
     Terms found in `common_at` chunks or more are left out while a more specific term remains:
     bm25 scores every match of an OR, and a term in thousands of chunks costs tens of
     milliseconds at 100k chunks while telling the ranking little (bench: FTS p95 39 -> 11 ms).
-    Terms that match nothing are left out too. Returns "" when nothing can match.
+    Terms that match nothing are left out too. With a `budget` (large indexes only, see
+    search.posting_budget), the OR keeps only the rarest specific terms that fit it
+    (within_budget). Returns "" when nothing can match.
     """
     present = [t for t, df in zip(terms, doc_counts, strict=True) if df > 0]
-    specific = [t for t, df in zip(terms, doc_counts, strict=True) if 0 < df < common_at]
+    specific = [(t, df) for t, df in zip(terms, doc_counts, strict=True) if 0 < df < common_at]
     if specific:
-        return " OR ".join(quote(t) for t in specific)
+        kept = [t for t, _ in specific] if budget is None else within_budget(specific, budget)
+        return " OR ".join(quote(t) for t in kept)
     return " AND ".join(quote(t) for t in present)
+
+
+def within_budget(counted: list[tuple[str, int]], budget: int) -> list[str]:
+    """The rarest of the (term, chunks holding it) pairs whose chunk counts add up to `budget` at
+    most, in query order; the rarest term is always kept, whatever its count.
+
+    bm25 scores every chunk an OR matches, so the counts added up are the chunks it would score.
+    The terms left out are the commonest of the specific ones: the least weight in bm25's IDF,
+    and coverage (search._coverages) still counts them for every candidate. Equal counts keep
+    the earlier term.
+    """
+    rarest_first = sorted(range(len(counted)), key=lambda i: (counted[i][1], i))
+    kept, spent = [], 0
+    for i in rarest_first:
+        if kept and spent + counted[i][1] > budget:
+            break
+        kept.append(i)
+        spent += counted[i][1]
+    return [counted[i][0] for i in sorted(kept)]

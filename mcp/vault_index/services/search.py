@@ -35,6 +35,21 @@ SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for
 # A term in this many chunks (or 1% of them, if more) is common: its count stops there (bounded
 # cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
 DF_COUNT_CAP = 1000
+# Trigger: from 100 x DF_COUNT_CAP chunks on, the 1% line decides what is common, so a "specific"
+# term may be in up to 1% of the chunks (9,999 at 1M): the chunk counts of a long question's
+# specific terms added up to 15,000 at the median and 35,000 at worst (1M bench, questions of
+# 5-10 words), and FTS5's bm25 scores every match of the OR at about 1.7 us: 24 ms median, 59 ms
+# worst, growing with the index. Why: the keyword side's cost should stay bounded at any size.
+# Outcome: at or above BOUNDED_KEYWORD_MIN_CHUNKS the OR keeps its rarest terms up to
+# KEYWORD_POSTING_BUDGET matches (query.within_budget). Below it nothing changes: the eval's
+# corpora (300-1,100 chunks) and every index under 100k chunks get the same query as before.
+# Questions whose terms are all common still AND them unbounded (ADR 0014, fourth round).
+BOUNDED_KEYWORD_MIN_CHUNKS = 100 * DF_COUNT_CAP
+# Chosen on the 1M bench: at 20,000 none of 400 three-word questions changed its keyword top 50
+# (at 10,000, 72 of them did, agreement 0.89; at 5,000, 0.69) and an OR costs at most about 35 ms;
+# the 1M regime replayed on the eval corpora with the budget at the same 2 % of each moved file
+# NDCG@5 by at most 0.0002 (ADR 0014, fourth round).
+KEYWORD_POSTING_BUDGET = 20_000
 FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
 RERANK_NOTICE_PREFIX = "rerank off"  # surfaces that say a notice once per machine recognise it by this
 
@@ -181,7 +196,7 @@ class Searcher:
         return _DocCounts(total, common_at, [self.store.term_doc_count(quote(t), common_at) for t in terms])
 
     def _keyword(self, terms: list[str], counts: _DocCounts, allowed: set[int] | None) -> list[Candidate]:
-        match = fts_match(terms, counts.per_term, counts.common_at)
+        match = keyword_match(terms, counts)
         if not match:
             return []
         depth = FILTERED_KEYWORD_DEPTH if allowed is not None else fusion.CANDIDATES_PER_SIDE
@@ -311,6 +326,16 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def posting_budget(total: int) -> int | None:
+    """How many matches the keyword side's OR may score at this index size; None: no bound."""
+    return KEYWORD_POSTING_BUDGET if total >= BOUNDED_KEYWORD_MIN_CHUNKS else None
+
+
+def keyword_match(terms: list[str], counts: _DocCounts) -> str:
+    """The FTS5 query the keyword side runs (query.fts_match, bounded on large indexes)."""
+    return fts_match(terms, counts.per_term, counts.common_at, posting_budget(counts.total))
 
 
 def _turned_off(error: str | None) -> bool:

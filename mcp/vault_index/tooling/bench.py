@@ -284,14 +284,15 @@ def _floor(store: Store, searcher: Searcher, fake: RandomEmbedder, queries: list
     before the clock starts). Hybrid p95 over this floor's p95 is the pipeline's own overhead,
     robust to how fast or busy the machine is."""
     from vault_index.services import fusion
-    from vault_index.services.query import fts_match, query_terms
+    from vault_index.services.query import query_terms
+    from vault_index.services.search import keyword_match
 
     index = searcher.vector_index()
     prepared = []
     for q in queries:
         terms = query_terms(q)
         counts = searcher._doc_counts(terms)
-        match = fts_match(terms, counts.per_term, counts.common_at) if counts else ""
+        match = keyword_match(terms, counts) if counts else ""
         prepared.append((fake.embed_query(q), match))
     for vector, match in prepared[: min(20, len(prepared))]:  # warm-up, as for the searches
         index.search(vector, fusion.CANDIDATES_PER_SIDE)

@@ -6,8 +6,9 @@ the name and defeat every approximate index), and 100 queries near stored vector
 - today's float32 numpy product (the path before issue 13) and the float16 exact scan;
 - the IVF index (engine/ann.IvfIndex): build time, the memory it adds, search p50/p95, and
   recall@10 against the float32 brute force;
-- the vector side of hybrid search at this size is the kNN plus re-scoring; keyword search at 1M
-  chunks is not part of this run (the per-size table measures it where a size is given).
+- the vector side of hybrid search at this size is the kNN plus re-scoring.
+Hybrid search end to end on a bulk-filled index of a million chunks is `child_hybrid`, in a
+child process of its own (docs/bench.md, "One million vectors").
 """
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ HYBRID_WARMUP = 10
 FILL_FILES_PER_BLOCK = 2_000  # files written per transaction (10,000 chunks): bounded memory
 CHUNKS_PER_FILE = 5
 HYBRID_TIMEOUT_S = 3600
+# Long questions (5-10 words of a chunk): an OR of several terms near the 1% line, where the
+# keyword side's posting budget (services/search.KEYWORD_POSTING_BUDGET) engages at 1M.
+LONG_WORDS = (5, 10)
+LONG_SEED = 11
 BRUTE_BLOCK_ROWS = 16_384  # float16 rows turned float32 at a time for the brute force
 
 
@@ -228,6 +233,64 @@ def fill_store(store, n_chunks: int, n_queries: int, seed: int = 1) -> dict:
     return {"chunks": chunk_id, "files": n_files, **{k: round(v, 1) for k, v in timings.items()}, "queries": queries}
 
 
+def long_questions(store, n: int, seed: int = LONG_SEED) -> dict:
+    """`n` questions of LONG_WORDS words read back from chunks picked at random (the chunk's first
+    topic word, then other words of its text), each with a vector near the chunk's own. Read
+    after the fill, from its own generator: the fill's data and its three-word queries stay as
+    they were."""
+    import numpy as np
+
+    from vault_index.tooling.bench import COMMON
+
+    rng = np.random.default_rng(seed)
+    total = store.chunk_count()
+    questions: dict[str, object] = {}
+    for cid in rng.choice(np.arange(1, total + 1), size=min(n, total), replace=False).tolist():
+        text, digest = store.db.execute("SELECT text, hash FROM chunks WHERE id = ?", (cid,)).fetchone()
+        body = text.split()
+        words = list(dict.fromkeys(w for w in body[2:] if w not in COMMON[:40] and w != body[1])) or body
+        size = int(rng.integers(LONG_WORDS[0], LONG_WORDS[1] + 1))
+        picked = rng.choice(words, size=min(size - 1, len(words)), replace=False).tolist()
+        blob = store.vectors_by_hash(_QueryVectors.fingerprint, [digest])[digest]
+        noisy = np.frombuffer(blob, dtype=np.float32) + rng.standard_normal(DIM, dtype=np.float32) * QUERY_SPREAD
+        questions[" ".join([body[1], *picked])] = (noisy / np.linalg.norm(noisy)).astype(np.float32)
+    return questions
+
+
+class _UnboundedKeyword:
+    """Within it, the keyword side runs without its posting budget (the pipeline before it)."""
+
+    def __enter__(self):
+        from vault_index.services import search
+
+        self._budget, search.posting_budget = search.posting_budget, lambda total: None
+        return self
+
+    def __exit__(self, *exc):
+        from vault_index.services import search
+
+        search.posting_budget = self._budget
+
+
+def _timed_hits(searcher, texts) -> tuple[list, dict]:
+    """(top hits as (path, line) per text, wall and CPU p50/p95) of hybrid searches."""
+    hits, times, cpu = [], [], []
+    for text in texts:
+        c0, t0 = time.process_time(), time.perf_counter()
+        result = searcher.search(text, "hybrid")
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        hits.append([(h.path, h.line_start) for h in result.hits])
+    return hits, {**_summary(times), "cpu": _summary(cpu)}
+
+
+def _shared(got: list, want: list) -> float:
+    """Mean share of each `want` top 10 that `got` also returned."""
+    import numpy as np
+
+    return round(float(np.mean([len(set(g) & set(w)) / max(1, len(w)) for g, w in zip(got, want, strict=True)])), 4)
+
+
 def _brute_top(matrix, ids, queries, k: int = 10) -> list[set[int]]:
     """Exact float32 top k chunk ids per query over the float16 matrix, in bounded blocks."""
     import numpy as np
@@ -256,8 +319,6 @@ def child_hybrid(n_chunks: int, workdir: str, ann_min_vectors: int | None = None
     """Build the synthetic index, then time the real Searcher.search (hybrid) on it.
 
     `ann_min_vectors` lowers the size from which the IVF index serves (tests, at a small size)."""
-    import numpy as np
-
     from vault_index.engine.models import Models
     from vault_index.engine.store import Store
     from vault_index.services import fusion
@@ -273,7 +334,8 @@ def child_hybrid(n_chunks: int, workdir: str, ann_min_vectors: int | None = None
     out: dict = {**filled, "fill_s": round(build_rows_s, 1),
                  "db_mb": round(sum(p.stat().st_size for p in Path(workdir).glob(db_path.name + "*")) / 1e6, 1),
                  "rss_after_fill_mb": round(_rss_mb(), 1), "peak_after_fill_mb": _peak_mb()}
-    searcher = Searcher(store, Models.fixed(_QueryVectors(queries)))
+    long = long_questions(store, n_queries)
+    searcher = Searcher(store, Models.fixed(_QueryVectors({**queries, **long})))
     texts = list(queries)
     if ann_min_vectors is not None:
         searcher.vector_index().ann_min_vectors = ann_min_vectors
@@ -285,16 +347,16 @@ def child_hybrid(n_chunks: int, workdir: str, ann_min_vectors: int | None = None
     out["rss_after_load_mb"] = round(_rss_mb(), 1)
     for text in texts[: min(HYBRID_WARMUP, len(texts))]:
         searcher.search(text, "hybrid")
-    approximate, times, cpu = [], [], []
-    for text in texts:
-        c0, t0 = time.process_time(), time.perf_counter()
-        result = searcher.search(text, "hybrid")
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-        approximate.append([(h.path, h.line_start) for h in result.hits])
     # CPU time as well as wall time: on a shared machine the wall time of one search is mostly
     # waiting for a core; its CPU time is what the search itself costs.
-    out["hybrid"] = {**_summary(times), "cpu": _summary(cpu)}
+    approximate, out["hybrid"] = _timed_hits(searcher, texts)
+    long_hits, out["hybrid_long"] = _timed_hits(searcher, list(long))
+    # The same searches without the keyword side's posting budget: what the bound changed.
+    with _UnboundedKeyword():
+        unbounded, _ = _timed_hits(searcher, texts)
+        long_unbounded, out["hybrid_long_unbounded"] = _timed_hits(searcher, list(long))
+    out["hybrid_top10_vs_unbounded"] = _shared(approximate, unbounded)
+    out["hybrid_long_top10_vs_unbounded"] = _shared(long_hits, long_unbounded)
     # The hybrid's vector side as it ran (the IVF index, re-scored), against brute force.
     vectors = index._refresh()
     truth = _brute_top(vectors.matrix, vectors.ids, [queries[t] for t in texts])
@@ -302,17 +364,9 @@ def child_hybrid(n_chunks: int, workdir: str, ann_min_vectors: int | None = None
     out["vector_side_recall_at_10"] = round(_ann().recall_at(truth, side), 4)
     # The same hybrid searches with the exact scan in place of the IVF index: top-10 agreement.
     approx, index.approx = index.approx, None
-    exact_times, exact_cpu, overlap = [], [], []
-    for text, got in zip(texts, approximate, strict=True):
-        c0, t0 = time.process_time(), time.perf_counter()
-        result = searcher.search(text, "hybrid")
-        exact_times.append(time.perf_counter() - t0)
-        exact_cpu.append(time.process_time() - c0)
-        want = {(h.path, h.line_start) for h in result.hits}
-        overlap.append(len(want & set(got)) / max(1, len(want)))
+    exact, out["hybrid_exact_scan"] = _timed_hits(searcher, texts)
     index.approx = approx
-    out["hybrid_exact_scan"] = {**_summary(exact_times), "cpu": _summary(exact_cpu)}
-    out["hybrid_top10_vs_exact"] = round(float(np.mean(overlap)), 4)
+    out["hybrid_top10_vs_exact"] = _shared(approximate, exact)
     out["peak_rss_mb"] = _peak_mb()
     store.close()
     return out
@@ -359,6 +413,11 @@ def render_hybrid(h: dict) -> str:
         f"with the exact scan {pair(h['hybrid_exact_scan'])} ms wall, {pair(h['hybrid_exact_scan']['cpu'])} ms CPU",
         f"  recall@10 of the vector side against brute force {h['vector_side_recall_at_10']}; "
         f"hybrid top 10 shared with the exact-scan hybrid {h['hybrid_top10_vs_exact']}",
+        f"  long questions ({LONG_WORDS[0]}-{LONG_WORDS[1]} words): hybrid p50/p95 {pair(h['hybrid_long'])} ms wall, "
+        f"{pair(h['hybrid_long']['cpu'])} ms CPU; keyword side unbounded {pair(h['hybrid_long_unbounded'])} ms wall, "
+        f"{pair(h['hybrid_long_unbounded']['cpu'])} ms CPU",
+        f"  top 10 shared with the unbounded keyword side: {h['hybrid_top10_vs_unbounded']} (three-word questions), "
+        f"{h['hybrid_long_top10_vs_unbounded']} (long questions)",
     ])
 
 
