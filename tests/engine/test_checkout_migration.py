@@ -8,6 +8,8 @@ lowered): the rows left are exactly the rows the old schema held."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from helpers import BACKENDS, FakeEmbedder
 
@@ -59,6 +61,12 @@ def test_an_old_index_migrates_answers_the_same_and_embeds_nothing(tmp_path, vau
         assert report.unchanged == counts["files"]
         assert fake.embedded == []  # queries only: no document was embedded
 
+        # the upgraded index takes a second checkout like a new one: no note, chunk or vector twice
+        copy = tmp_path / "second-checkout"
+        shutil.copytree(vault, copy)
+        joined = upgraded.index([str(copy)], name=upgraded.sources()[0]["name"], checkout=True)
+        assert joined.indexed == 0 and fake.embedded == [] and upgraded.store.counts() == counts
+        assert _answers(upgraded) == before
     finally:
         if backend == "postgresql":  # a pooled database goes back migrated whatever happened above
             from vault_index.engine.pg_store import PgStore

@@ -113,20 +113,23 @@ def is_postgres_url(url: str | None) -> bool:
 
 
 def open_store(db_path: Path, url: str | None = None, busy_timeout: float | None = None) -> IndexStore:
-    """The SQLite file at `db_path`, or the PostgreSQL database `url` names when one is given.
+    """The SQLite file at `db_path`, or the PostgreSQL database `url` names when one is given,
+    with note paths as this machine sees them (engine/local_paths.LocalPaths, ADR 0019).
 
     psycopg and pgvector load only here, on the PostgreSQL branch: never before the MCP handshake.
     """
+    from vault_index.engine.local_paths import LocalPaths
+
     if url:
         if not is_postgres_url(url):
             raise UsageError(f"VAULT_INDEX_URL must start with postgresql:// (got {redact(url)!r}); "
                              "unset it to use the SQLite file VAULT_INDEX_DB names")
         from vault_index.engine.pg_store import PgStore
 
-        return PgStore(url) if busy_timeout is None else PgStore(url, busy_timeout=busy_timeout)
+        return LocalPaths(PgStore(url) if busy_timeout is None else PgStore(url, busy_timeout=busy_timeout))
     from vault_index.engine.store import BUSY_TIMEOUT_S, Store
 
-    return Store(db_path, busy_timeout=BUSY_TIMEOUT_S if busy_timeout is None else busy_timeout)
+    return LocalPaths(Store(db_path, busy_timeout=BUSY_TIMEOUT_S if busy_timeout is None else busy_timeout))
 
 
 def redact(url: str) -> str:
