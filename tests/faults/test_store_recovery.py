@@ -300,3 +300,23 @@ def test_a_rebuild_keeps_the_names_given_with_index_name(tmp_path, vault):
     assert done.returncode == 0, done.stderr
     assert [(s["name"], s["path"]) for s in json.loads(done.stdout)] == [("garden-notes", str(vault))]
 
+
+def test_a_rebuilt_index_keeps_every_checkout_of_a_team_source(tmp_path, vault):
+    """ADR 0019: the sources file lists further checkouts, so a rebuild registers them again under
+    their source and the next sync stores each note once."""
+    import shutil
+
+    db = tmp_path / "idx" / "index.db"
+    env = cli_env(db)
+    copy = tmp_path / "second-checkout"
+    shutil.copytree(vault, copy)
+    assert _cli(env, "index", str(vault), "--name", "team", "-s").returncode == 0
+    assert _cli(env, "index", str(copy), "--name", "team", "--checkout", "-s").returncode == 0
+    files = json.loads(_cli(env, "status", "--json").stdout)["files"]
+    _garbage(db)
+
+    [source] = json.loads(_cli(env, "sources", "--json").stdout)
+    assert source["name"] == "team" and [c["path"] for c in source["checkouts"]] == [str(vault), str(copy)]
+    assert _cli(env, "index", "-s").returncode == 0
+    assert json.loads(_cli(env, "status", "--json").stdout)["files"] == files
+    assert _hits(env)[0] == [str(vault / "bike.md")]
