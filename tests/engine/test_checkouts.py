@@ -137,6 +137,19 @@ def test_a_stale_checkout_never_reverts_a_newer_note(tmp_path, open_app):
     assert app.store.counts()["files"] == len(NOTES)
 
 
+def test_an_edit_of_the_stored_version_wins_whatever_the_clocks(tmp_path, open_app):
+    """The mtime comparison only settles two checkouts' concurrent changes: a checkout that had the
+    stored version and changed it made a successor, even with a clock behind or within one tick."""
+    app, a, b = _team(tmp_path, open_app)
+    pump = a / "notes" / "pump.md"
+    _mtime(write(a, "notes/pump.md", "# Pump\n\nEdited on a machine whose clock is a day behind.\n"), T0 - 86400)
+    assert app.index().indexed == 1 and "a day behind" in _stored(app, "notes/pump.md")
+    write(a, "notes/pump.md", "# Pump\n\nEdited again within the same file-system tick, longer this time.\n")
+    _mtime(pump, T0 - 86400)  # the same mtime as the version it replaces
+    assert app.index().indexed == 1 and "same file-system tick" in _stored(app, "notes/pump.md")
+    assert app.index().indexed == 0  # Bob's copy (the version before both edits) has not changed
+
+
 def test_a_checkout_removes_only_notes_it_had_and_only_the_version_it_had(tmp_path, open_app):
     app, a, b = _team(tmp_path, open_app)
     _mtime(write(a, "notes/new.md", "# New\n\nA note only Alice has pulled.\n"), T0 + 10)

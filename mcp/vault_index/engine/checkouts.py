@@ -10,11 +10,13 @@ The rules, applied under the store's write lock (both backends take one lock per
 transaction), so two indexers never decide on the same stale state:
 
 1. A copy that has not changed since its checkout last looked at it does nothing.
-2. A changed copy replaces the stored version only when its content differs and its mtime is
-   newer than the stored version's; equal content is only recorded, an older copy is *stale* and
-   skipped. The stored mtime is that of the copy that brought the content in. A checkout's first
-   look at a note the index already holds never replaces it (a fresh clone's mtimes are the time
-   git wrote the files, not the time anyone edited them): only its later changes count.
+2. A changed copy whose checkout had the stored version replaces it (an edit of what is stored,
+   whatever the clocks say). Otherwise (another checkout's version is stored: two checkouts
+   changed the note) it replaces the stored version only when its mtime is newer; equal content is
+   only recorded, an older copy is *stale* and skipped. The stored mtime is that of the copy that
+   brought the content in. A checkout's first look at a note the index already holds never
+   replaces it (a fresh clone's mtimes are the time git wrote the files, not the time anyone
+   edited them): only its later changes count.
 3. A checkout removes a note only when its copy disappeared (it had the note at its last look)
    and the index still holds exactly the version it had (same hash): a note it never had (not
    pulled yet) or whose newer version came from elsewhere stays. The removal leaves a tombstone
@@ -64,17 +66,25 @@ def record_copy(db, checkout_id: int, path: str, mtime: float | None, size: int 
                (checkout_id, path, mtime, size, digest, 1 if gone else 0))
 
 
+def against_stored(stored_mtime: float | None, stored_hash: str, mine: Copy | None, mtime: float,
+                   digest: str) -> str:
+    """Rule 2 for a copy of a note the index holds: SAME, WRITE or STALE."""
+    if stored_hash == digest:
+        return SAME
+    if mine is None:
+        return STALE  # a first look (a fresh clone: git's mtimes say when it wrote the file)
+    if not mine.gone and mine.hash == stored_hash:
+        return WRITE  # this checkout had the stored version and changed it: a successor, whatever the clocks
+    return WRITE if stored_mtime is None or mtime > stored_mtime else STALE
+
+
 def verdict(db, checkout_id: int, path: str, mtime: float, digest: str) -> str:
     """Rules 2 and 4: WRITE, SAME (the stored content) or STALE (older than what is stored, or a
     checkout's first look at a note the index already holds or removed)."""
     stored = db.execute("SELECT mtime, hash FROM files WHERE path = ?", (path,)).fetchone()
     mine = copy_state(db, checkout_id, path)
     if stored:
-        if stored[1] == digest:
-            return SAME
-        if mine is None:
-            return STALE  # a first look (a fresh clone: git's mtimes say when it wrote the file)
-        return WRITE if stored[0] is None or mtime > stored[0] else STALE
+        return against_stored(stored[0], stored[1], mine, mtime, digest)
     removed = db.execute("SELECT mtime, hash FROM removed_notes WHERE path = ?", (path,)).fetchone()
     if removed is None:
         return WRITE

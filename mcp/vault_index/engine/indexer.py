@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
+from vault_index.engine import checkouts
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
@@ -117,12 +118,12 @@ def local_checkouts(store: Store, report: SyncReport) -> list[tuple[int, int, Pa
     for checkout_id, source_id, root in store.checkouts():
         by_source.setdefault(source_id, []).append((checkout_id, Path(root)))
     targets = []
-    for source_id, checkouts in by_source.items():
-        here = [(c, root) for c, root in checkouts if root.exists()]
+    for source_id, folders in by_source.items():
+        here = [(c, root) for c, root in folders if root.exists()]
         if not here:
-            for _, root in checkouts:
+            for _, root in folders:
                 report.problems.append((str(root), "source folder is missing; `vault-index remove` it"
-                                        if len(checkouts) == 1 else "no checkout of this source is on this "
+                                        if len(folders) == 1 else "no checkout of this source is on this "
                                         "machine (checkouts of other machines are fine)"))
         targets += [(c, source_id, root) for c, root in here]
     return targets
@@ -223,7 +224,9 @@ def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, co
     """Index one note of the checkout `here` (a folder, or the note itself for a file source).
 
     The rules of engine/checkouts.py: an unchanged copy does nothing; a changed one replaces the
-    stored note only when its content differs and it is newer; an older one is stale.
+    stored note when its checkout had the stored version, else only when it is newer; an older
+    one is stale. Checked here first (no parse, no chunking for a stale copy), and again, for
+    good, inside replace_file's write transaction.
     """
     key = str(path)
     try:
@@ -245,7 +248,7 @@ def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, co
     digest = hashlib.sha256(raw).hexdigest()
     stat = read_stat  # record the file that was read, not the one looked at before
     state = store.file_state(key)
-    if state and (state.hash == digest or mine is None or state.mtime >= stat.st_mtime):
+    if state and checkouts.against_stored(state.mtime, state.hash, mine, stat.st_mtime, digest) != checkouts.WRITE:
         store.record_copy(here.checkout_id, key, stat.st_mtime, stat.st_size, digest)
         _not_written(report, key, state.hash == digest, first_look=mine is None)
         return
