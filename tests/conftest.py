@@ -95,8 +95,8 @@ def pg_pool(pg_server_url):
             for (index,) in db.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_%'"
                                        ).fetchall():
                 db.execute(f'DROP INDEX "{index}"')
-            db.execute("TRUNCATE sources, files, chunks, embeddings, meta, problems, edges, note_names "
-                       "RESTART IDENTITY CASCADE")
+            db.execute("TRUNCATE sources, checkouts, copies, removed_notes, files, chunks, embeddings, meta, problems, "
+                       "edges, note_names RESTART IDENTITY CASCADE")
         return name
 
     yield borrow, free.append

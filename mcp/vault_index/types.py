@@ -81,6 +81,7 @@ class SyncReport:
     indexed: int = 0
     unchanged: int = 0
     removed: int = 0
+    stale: int = 0  # copies older than the version another checkout indexed (ADR 0019): not written
     chunks_embedded: int = 0
     chunks_reused: int = 0
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, message)

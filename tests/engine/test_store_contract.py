@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from vault_index.engine.local_paths import LocalPaths
 from vault_index.engine.store import Store
 from vault_index.engine.store_contract import IndexStore, is_postgres_url, open_store, redact
 from vault_index.errors import UsageError
@@ -24,8 +25,9 @@ def _check(cls) -> None:
 
 def test_sqlite_store_implements_the_contract(tmp_path):
     _check(Store)
+    _check(LocalPaths)
     store = open_store(tmp_path / "i.db")
-    assert isinstance(store, Store) and isinstance(store, IndexStore)
+    assert isinstance(store, LocalPaths) and isinstance(store.inner, Store) and isinstance(store, IndexStore)
     assert store.kind == "sqlite" and store.location == str(tmp_path / "i.db")
     assert store.size_bytes() > 0 and store.open_vector_index("m") is None
     store.close()

@@ -71,10 +71,16 @@ def _garbage(db: Path) -> None:
 
 
 def _damage_pages(db: Path) -> None:
-    """Keep page 1 (header and schema) valid; scribble over every later page's header area."""
+    """Keep page 1 (header) and the schema's pages valid; scribble over every other page's header area.
+
+    The schema outgrew page 1 with the checkout tables (m005): its other pages are found with dbstat."""
+    with sqlite3.connect(db) as con:
+        schema = {n for (n,) in con.execute("SELECT pageno FROM dbstat WHERE name = 'sqlite_schema'")}
+    con.close()
     data = bytearray(db.read_bytes())
     for start in range(PAGE, len(data), PAGE):
-        data[start:start + 64] = os.urandom(64)
+        if start // PAGE + 1 not in schema:
+            data[start:start + 64] = os.urandom(64)
     db.write_bytes(bytes(data))
 
 
@@ -293,3 +299,24 @@ def test_a_rebuild_keeps_the_names_given_with_index_name(tmp_path, vault):
     done = _cli(env, "sources", "--json")
     assert done.returncode == 0, done.stderr
     assert [(s["name"], s["path"]) for s in json.loads(done.stdout)] == [("garden-notes", str(vault))]
+
+
+def test_a_rebuilt_index_keeps_every_checkout_of_a_team_source(tmp_path, vault):
+    """ADR 0019: the sources file lists further checkouts, so a rebuild registers them again under
+    their source and the next sync stores each note once."""
+    import shutil
+
+    db = tmp_path / "idx" / "index.db"
+    env = cli_env(db)
+    copy = tmp_path / "second-checkout"
+    shutil.copytree(vault, copy)
+    assert _cli(env, "index", str(vault), "--name", "team", "-s").returncode == 0
+    assert _cli(env, "index", str(copy), "--name", "team", "--checkout", "-s").returncode == 0
+    files = json.loads(_cli(env, "status", "--json").stdout)["files"]
+    _garbage(db)
+
+    [source] = json.loads(_cli(env, "sources", "--json").stdout)
+    assert source["name"] == "team" and [c["path"] for c in source["checkouts"]] == [str(vault), str(copy)]
+    assert _cli(env, "index", "-s").returncode == 0
+    assert json.loads(_cli(env, "status", "--json").stdout)["files"] == files
+    assert _hits(env)[0] == [str(vault / "bike.md")]

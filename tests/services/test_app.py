@@ -91,7 +91,11 @@ def test_touching_mtime_without_changing_content_embeds_nothing(vault, open_app,
     _bump_mtime(garden, 100)
     report = app.index()
     assert fake_embedder.count == before and report.indexed == 0 and report.unchanged == 4
-    assert app.store.file_state(str(garden)).mtime == garden.stat().st_mtime  # recorded: not re-read next time
+    checkout = app.store.checkouts()[0][0]
+    # recorded as this checkout's copy: not re-read next time; the stored version keeps the mtime of
+    # the copy that brought its content in (ADR 0019: the newest-mtime rule compares with it)
+    assert app.store.copy_state(checkout, str(garden)).mtime == garden.stat().st_mtime
+    assert app.store.file_state(str(garden)).mtime == pytest.approx(garden.stat().st_mtime - 100)
 
 
 def test_a_model_change_reembeds_everything(vault, open_app, fake_embedder):

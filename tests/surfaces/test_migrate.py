@@ -40,7 +40,9 @@ def test_migrate_copies_everything_without_embedding_and_search_answers_the_same
         assert pg.store.counts() == counts and pg.store.links("unresolved", "") == links
         after = {mode: _top(pg, mode) for mode in ("keyword", "vector", "hybrid")}
         assert fake.embedded == []  # searching embeds queries only
-        assert pg.index().chunks_embedded == 0 and fake.embedded == []  # every vector came across
+        report = pg.index()  # the source's checkout and its copies came across: nothing is read again
+        assert report.chunks_embedded == 0 and fake.embedded == []  # every vector came across
+        assert report.unchanged == counts["files"] and report.indexed == 0, report
         # Vectors are exact cosines on both backends: the same top 10, in the same order.
         assert after["vector"] == before["vector"]
         # Keyword ranking differs by design (bm25 vs weighted ts_rank): the same notes are found.

@@ -13,10 +13,11 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
+from vault_index.engine import checkouts
 from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.fileio import read_note
 from vault_index.engine.models import Models
@@ -91,8 +92,11 @@ def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | 
         return None, raw, f"skipped: not UTF-8 (byte {exc.start})", info
 
 
-def register(store: Store, paths: Iterable[str], name: str | None = None) -> list[tuple[int, Path]]:
-    """`name` names the source when exactly one path is given (ignored otherwise)."""
+def register(store: Store, paths: Iterable[str], name: str | None = None,
+             checkout: bool = False) -> list[tuple[int, int, Path]]:
+    """(checkout id, source id, root) of each path registered. `name` names the source when exactly
+    one path is given (ignored otherwise); `checkout`: that path may join the source already named
+    so, as another checkout of it (engine/checkouts.register)."""
     paths = list(paths)
     name = name if len(paths) == 1 else None
     registered = []
@@ -101,8 +105,28 @@ def register(store: Store, paths: Iterable[str], name: str | None = None) -> lis
         if not path.exists():
             raise NotFoundError(f"{raw} does not exist")
         check_source_path(path)
-        registered.append((store.add_source(str(path), name), path))
+        source_id = store.add_source(str(path), name, checkout)
+        checkout_id = next(c for c, s, root in store.checkouts() if s == source_id and root == str(path))
+        registered.append((checkout_id, source_id, path))
     return registered
+
+
+def local_checkouts(store: Store, report: SyncReport) -> list[tuple[int, int, Path]]:
+    """Every checkout whose folder is on this machine. A source none of whose checkouts is here is
+    a problem line (its folder is missing); the checkouts of other machines are not."""
+    by_source: dict[int, list[tuple[int, Path]]] = {}
+    for checkout_id, source_id, root in store.checkouts():
+        by_source.setdefault(source_id, []).append((checkout_id, Path(root)))
+    targets = []
+    for source_id, folders in by_source.items():
+        here = [(c, root) for c, root in folders if root.exists()]
+        if not here:
+            for _, root in folders:
+                report.problems.append((str(root), "source folder is missing; `vault-index remove` it"
+                                        if len(folders) == 1 else "no checkout of this source is on this "
+                                        "machine (checkouts of other machines are fine)"))
+        targets += [(c, source_id, root) for c, root in here]
+    return targets
 
 
 def sync(
@@ -112,28 +136,31 @@ def sync(
     progress: Progress | None = None,
     embed: bool = True,
     name: str | None = None,
+    checkout: bool = False,
 ) -> SyncReport:
-    """Register `paths` as sources (none: every known source) and bring the index up to date;
-    `name` names the one source when a single path is given."""
+    """Register `paths` as sources (none: every checkout on this machine) and bring the index up to
+    date; `name` names the one source when a single path is given, and with `checkout` that path
+    may be another checkout of the source already named so (ADR 0019)."""
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
-    targets = register(store, paths, name) if paths else [(i, Path(p)) for i, p in store.sources()]
+    targets = register(store, paths, name, checkout) if paths else local_checkouts(store, report)
     embedder = models.embedder() if embed else None
     count = embedder.count_tokens if embedder else approximate_tokens
     max_tokens = embedder.max_tokens if embedder else 512
 
-    for source_id, root in targets:
+    for checkout_id, source_id, root in targets:
         if not root.exists():
             report.problems.append((str(root), "source folder is missing; `vault-index remove` it"))
             continue
         unreadable: list[Path] = []
         real_root = Path(real_path(root))
         files = [root] if root.is_file() else list(walk_notes(root, unreadable))
-        known = store.file_paths(source_id)
+        known = store.file_paths(source_id, checkout_id)  # what this checkout had at its last sync
+        here = _Checkout(source_id, checkout_id, real_root)
         for done, path in enumerate(files, start=1):
             report.scanned += 1
-            _guarded_sync_file(store, source_id, real_root, path, report, count, max_tokens)
+            _guarded_sync_file(store, here, path, report, count, max_tokens)
             if progress:
                 progress("scan", done, len(files))
         for folder in unreadable:
@@ -142,9 +169,9 @@ def sync(
         for gone in known - {str(p) for p in files}:
             if kept and gone.startswith(kept):
                 continue  # not seen because unreadable, not because deleted
-            store.delete_file(gone)
-            store.record_problem(gone, None)
-            report.removed += 1
+            if store.remove_copy(checkout_id, gone):  # only the version this checkout had (ADR 0019)
+                store.record_problem(gone, None)
+                report.removed += 1
 
     if embedder is not None:
         report.vector_used = True
@@ -157,9 +184,16 @@ def sync(
     return report
 
 
-def _guarded_sync_file(
-    store: Store, source_id: int, root: Path, path: Path, report: SyncReport, count, max_tokens: int
-) -> None:
+@dataclass(frozen=True)
+class _Checkout:
+    """Where a note being synced lives: its source, the checkout, that checkout's real root."""
+
+    source_id: int
+    checkout_id: int
+    root: Path
+
+
+def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
     """_sync_file, with any failure of this one file reported instead of ending the sync.
 
     Trigger: an exception nobody foresaw in reading, parsing or chunking one note.
@@ -169,7 +203,7 @@ def _guarded_sync_file(
     they would fail every other file too.
     """
     try:
-        _sync_file(store, source_id, root, path, report, count, max_tokens)
+        _sync_file(store, here, path, report, count, max_tokens)
     except (VaultIndexError, *store.database_errors):
         raise
     except Exception as exc:  # noqa: BLE001 - one file's failure becomes its problem line
@@ -179,42 +213,66 @@ def _guarded_sync_file(
         store.record_problem(str(path), message)
 
 
-def _sync_file(
-    store: Store, source_id: int, root: Path, path: Path, report: SyncReport, count, max_tokens: int
-) -> None:
-    """Index one note; `root` is its source's real path (folder, or the note for a file source)."""
+STALE_MESSAGE = ("not indexed from here: the index holds a newer version (by file mtime) from another "
+                 "checkout of this source; pull to update this copy")
+FIRST_LOOK_MESSAGE = ("not indexed from here: differs from the version another checkout indexed, and this "
+                      "checkout had not seen the note before (a fresh clone's mtimes prove nothing); an edit "
+                      "or pull here after this sync counts")
+
+
+def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
+    """Index one note of the checkout `here` (a folder, or the note itself for a file source).
+
+    The rules of engine/checkouts.py: an unchanged copy does nothing; a changed one replaces the
+    stored note when its checkout had the stored version, else only when it is newer; an older
+    one is stale. Checked here first (no parse, no chunking for a stale copy), and again, for
+    good, inside replace_file's write transaction.
+    """
     key = str(path)
     try:
         stat = os.stat(path, follow_symlinks=False)  # a note swapped for a link: changed, read, refused
     except OSError as exc:
         report.problems.append((key, f"skipped: {exc.strerror or exc}"))
         return
-    state = store.file_state(key)
-    if state and state.mtime == stat.st_mtime and state.size == stat.st_size:
+    mine = store.copy_state(here.checkout_id, key)
+    if mine and not mine.gone and mine.mtime == stat.st_mtime and mine.size == stat.st_size:
         report.unchanged += 1
         return
-    text, raw, problem, read_stat = _read_note(root, path)
+    text, raw, problem, read_stat = _read_note(here.root, path)
     if problem:
         report.problems.append((key, problem))
         store.record_problem(key, problem)
-        if state:
-            store.delete_file(key)
+        if mine and not mine.gone:
+            store.remove_copy(here.checkout_id, key)  # no longer a note here: as if it had gone
         return
     digest = hashlib.sha256(raw).hexdigest()
     stat = read_stat  # record the file that was read, not the one looked at before
-    if state and state.hash == digest:
-        store.touch_file(key, stat.st_mtime, stat.st_size)
-        report.unchanged += 1
+    state = store.file_state(key)
+    if state and checkouts.against_stored(state.mtime, state.hash, mine, stat.st_mtime, digest) != checkouts.WRITE:
+        store.record_copy(here.checkout_id, key, stat.st_mtime, stat.st_size, digest)
+        _not_written(report, key, state.hash == digest, first_look=mine is None)
         return
     note = parse_note(key, text)
     # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
     chunks = chunk_note(replace(note, title=alias_title(note)), count, max_tokens)
-    store.replace_file(source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks)
-    store.update_links(key, str(root), text, note)
+    if not store.replace_file(here.source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks,
+                              here.checkout_id):
+        now = store.file_state(key)  # another indexer got there first, or a removal is newer
+        _not_written(report, key, now is not None and now.hash == digest)
+        return
+    store.update_links(key, str(here.root), text, note)
     store.record_problem(key, note.frontmatter_error)
     if note.frontmatter_error:
         report.problems.append((key, note.frontmatter_error + " (body indexed)"))
     report.indexed += 1
+
+
+def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = False) -> None:
+    if same:
+        report.unchanged += 1
+    else:
+        report.stale += 1
+        report.problems.append((key, FIRST_LOOK_MESSAGE if first_look else STALE_MESSAGE))
 
 
 def _embed_missing(
@@ -245,17 +303,16 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
     if found is None:
         return None
     key, root = found
-    source_id = next(i for i, r in sources if r == str(root))
+    checkout_id, source_id = next((c, s) for c, s, r in store.checkouts() if r == str(root))
     if root.is_dir() and not is_note_path(key, Path(real_path(root))):  # key: source_of's real path
         return None
     report = SyncReport()
     embedder = models.embedder()
     count = embedder.count_tokens if embedder else approximate_tokens
     if key.exists():
-        real_root = Path(real_path(root))
-        _guarded_sync_file(store, source_id, real_root, key, report, count, embedder.max_tokens if embedder else 512)
-    elif store.file_state(str(key)):
-        store.delete_file(str(key))
+        here = _Checkout(source_id, checkout_id, Path(real_path(root)))
+        _guarded_sync_file(store, here, key, report, count, embedder.max_tokens if embedder else 512)
+    elif store.remove_copy(checkout_id, str(key)):
         report.removed += 1
     if embedder is not None:
         report.vector_used = True

@@ -1,6 +1,7 @@
 """`vault-index migrate --to postgresql://...`: copy a SQLite index into an empty PostgreSQL one.
 
-Everything is copied as stored, ids included: sources (with names), files, chunks (with the title
+Everything is copied as stored, ids included: sources (with names and checkouts, each checkout's
+copies and the tombstones of removed notes: ADR 0019), files, chunks (with the title
 as indexed, aliases and all), every model's vectors (no embedder runs), the link graph, problems
 and meta. One transaction on the target: a copy that fails or is killed leaves it empty, and a
 target that already holds an index is refused (ADR 0017).
@@ -44,6 +45,11 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
     copied: dict = {}
     tables = (
         ("sources", "id, path, name, added_at", "SELECT id, path, name, added_at FROM sources", None),
+        ("checkouts", "id, source_id, root, added_at", "SELECT id, source_id, root, added_at FROM checkouts", None),
+        ("copies", "checkout_id, path, mtime, size, hash, gone",
+         "SELECT checkout_id, path, mtime, size, hash, gone FROM copies", None),
+        ("removed_notes", "path, source_id, mtime, hash, removed_at",
+         "SELECT path, source_id, mtime, hash, removed_at FROM removed_notes", None),
         ("files", "id, source_id, path, mtime, size, hash, title, tags, status, frontmatter, collection, fm_date, "
          "indexed_at", "SELECT id, source_id, path, mtime, size, hash, title, tags, status, frontmatter, "
          "indexed_at FROM files", _files),
@@ -82,7 +88,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         if progress:
             progress("vectors", sum(vectors.values()))
         target._bump_generation(db)  # past the copied meta's: cached counts of this target are stale
-        for table in ("sources", "files", "chunks", "edges"):  # new rows continue after the copied ids
+        for table in ("sources", "checkouts", "files", "chunks", "edges"):  # new rows continue after the copied ids
             db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE(MAX(id), 0) + 1, false) "
                        f"FROM {table}")
     target.db.execute("ANALYZE")

@@ -122,13 +122,27 @@ def sources_file(db_path: Path) -> Path:
     return Path(str(db_path) + SOURCES_SUFFIX)
 
 
-def save_sources(db_path: Path, sources: dict[str, str | None]) -> None:
+def save_sources(db_path: Path, sources: dict[str, str | None], checkouts: dict[str, str] | None = None) -> None:
     """Best effort: a folder that cannot be written keeps the last list (the index says why).
 
-    `sources` maps each registered path to its name (ADR 0012), so a rebuild keeps `--name`s."""
+    `sources` maps each registered path to its name (ADR 0012), so a rebuild keeps `--name`s;
+    `checkouts` maps every further checkout's root to its source's name (ADR 0019)."""
     paths = sorted(sources)
     names = {p: sources[p] for p in paths if sources[p]}
-    _write_atomic(sources_file(db_path), json.dumps({"sources": paths, "names": names}, indent=1, ensure_ascii=False))
+    data = {"sources": paths, "names": names, "checkouts": dict(sorted((checkouts or {}).items()))}
+    _write_atomic(sources_file(db_path), json.dumps(data, indent=1, ensure_ascii=False))
+
+
+def load_checkouts(db_path: Path) -> dict[str, str]:
+    """root -> source name of the further checkouts the sources file lists (none before ADR 0019)."""
+    try:
+        data = json.loads(sources_file(db_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = data.get("checkouts") if isinstance(data, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {r: n for r, n in found.items() if isinstance(r, str) and r and isinstance(n, str)}
 
 
 def load_sources(db_path: Path) -> dict[str, str | None]:
@@ -239,6 +253,7 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
             if db_path.exists() and not still_damaged(db_path, REBUILD_LOCK_WAIT_S):
                 return open_fresh(), None, 0
             sources = recoverable_sources(db_path)
+            extra = load_checkouts(db_path)
             try:
                 moved_to = _move_aside(db_path)
             except OSError as exc:
@@ -257,13 +272,18 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
                     db.execute("INSERT OR IGNORE INTO sources(path, added_at, name) VALUES (?, ?, ?)",
                                (source, time.time(), keep))
                 source_names.fill_missing(db)
+                # every source's folder is its first checkout; further checkouts join by name
+                db.execute("INSERT INTO checkouts(source_id, root, added_at) SELECT id, path, added_at FROM sources")
+                for root, name in sorted(extra.items()):
+                    db.execute("INSERT OR IGNORE INTO checkouts(source_id, root, added_at) "
+                               "SELECT id, ?, ? FROM sources WHERE name = ?", (root, time.time(), name))
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('recovery', ?)", (json.dumps({
                     "from": str(moved_to), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
                     "why": str(damage), "sources": len(sources)}),))
                 # a generation no cache of the old file can hold (caches key on the generation)
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
                            (str(time.time_ns() // 1000),))
-            save_sources(db_path, sources)
+            save_sources(db_path, sources, extra)
             return db, moved_to, len(sources)
     except OSError as exc:  # the lock file beside the index cannot be made or taken
         raise IndexUnavailableError(

@@ -18,16 +18,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.engine import link_index, recovery
+from vault_index.engine import checkouts, link_index, recovery
 from vault_index.engine.parse import alias_title
-from vault_index.engine.source_names import check_name, default_name, fill_missing, unique_name
+from vault_index.engine.source_names import fill_missing
 from vault_index.errors import (
     IndexBusyError,
     IndexReadOnlyError,
     IndexRebuiltError,
     IndexUnavailableError,
     NotFoundError,
-    UsageError,
 )
 
 BUSY_TIMEOUT_S = 30.0
@@ -91,7 +90,29 @@ def m004_source_names(db: sqlite3.Connection) -> None:
     db.execute("CREATE UNIQUE INDEX sources_name ON sources(name)")
 
 
-MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links, m004_source_names)
+def m005_checkouts(db: sqlite3.Connection) -> None:
+    """Team vaults (ADR 0019): each source's folder becomes its first checkout, and each stored
+    note that checkout's copy as last looked at, so nothing is read again or re-embedded."""
+    for statement in CHECKOUT_TABLES:
+        db.execute(statement)
+    db.execute("INSERT INTO checkouts(source_id, root, added_at) SELECT id, path, added_at FROM sources ORDER BY id")
+    db.execute("INSERT INTO copies(checkout_id, path, mtime, size, hash, gone) SELECT c.id, f.path, f.mtime, "
+               "f.size, COALESCE(f.hash, ''), 0 FROM files f JOIN checkouts c ON c.source_id = f.source_id")
+
+
+# The tables of engine/checkouts.py (PostgreSQL's m002_checkouts makes the same ones).
+CHECKOUT_TABLES = (
+    "CREATE TABLE checkouts(id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL, root TEXT UNIQUE NOT NULL, "
+    "added_at REAL)",
+    "CREATE INDEX checkouts_source ON checkouts(source_id)",
+    "CREATE TABLE copies(checkout_id INTEGER NOT NULL, path TEXT NOT NULL, mtime REAL, size INTEGER, "
+    "hash TEXT NOT NULL, gone INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(checkout_id, path))",
+    "CREATE INDEX copies_path ON copies(path)",
+    "CREATE TABLE removed_notes(path TEXT PRIMARY KEY, source_id INTEGER NOT NULL, mtime REAL, "
+    "hash TEXT NOT NULL, removed_at REAL)",
+)
+
+MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links, m004_source_names, m005_checkouts)
 
 
 @dataclass(frozen=True)
@@ -196,7 +217,7 @@ class Store:
                 ) from exc
         self.db = self._connect()
         if not self.read_only and not recovery.sources_file(self.path).exists():
-            recovery.save_sources(self.path, dict(self.db.execute("SELECT path, name FROM sources")))
+            self._save_sources(self.db)
 
     def _connect(self) -> sqlite3.Connection:
         """Open read-write, check, and fall back as the failure says (damaged, read-only, neither)."""
@@ -345,69 +366,80 @@ class Store:
         )
         return [{"name": n, "path": p, "files": nf, "chunks": nc} for n, p, nf, nc in rows]
 
-    def add_source(self, path: str, name: str | None = None) -> int:
+    def checkouts(self) -> list[tuple[int, int, str]]:
+        """(checkout id, source id, root) of every checkout, on any machine (engine/checkouts.py)."""
+        return checkouts.checkout_rows(self.db)
+
+    def add_source(self, path: str, name: str | None = None, checkout: bool = False) -> int:
         """Register `path` (already there: kept, renamed when `name` is given). A name another
-        source uses is a UsageError; no name: the folder's base name, made unique."""
-        if name is not None:
-            check_name(name)
+        source uses is a UsageError unless `checkout` says this folder is another checkout of it;
+        no name: the folder's base name, made unique (engine/checkouts.register)."""
         with self.transaction() as db:
-            row = db.execute("SELECT id, name FROM sources WHERE path = ?", (path,)).fetchone()
-            if name is not None:
-                owner = db.execute("SELECT path FROM sources WHERE name = ?", (name,)).fetchone()
-                if owner and owner[0] != path:
-                    raise UsageError(f"the name {name!r} is already used by the source {owner[0]}; "
-                                     "choose another with --name")
-            if row and name is not None and row[1] != name:
-                db.execute("UPDATE sources SET name = ? WHERE id = ?", (name, row[0]))
-            elif not row:
-                taken = {n for (n,) in db.execute("SELECT name FROM sources")}
-                db.execute("INSERT INTO sources(path, added_at, name) VALUES (?, ?, ?)",
-                           (path, time.time(), name or unique_name(default_name(path), taken)))
+            source_id = checkouts.register(db, path, name, checkout, os.path.isfile(path))
             # under the write lock, so concurrent writers leave the file with the last committed list
-            recovery.save_sources(self.path, dict(db.execute("SELECT path, name FROM sources")))
-        return self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
+            self._save_sources(db)
+        return source_id
+
+    def _save_sources(self, db: sqlite3.Connection) -> None:
+        recovery.save_sources(self.path, dict(db.execute("SELECT path, name FROM sources")), dict(db.execute(
+            "SELECT c.root, s.name FROM checkouts c JOIN sources s ON s.id = c.source_id WHERE c.root != s.path")))
 
     def remove_source(self, path: str) -> int:
-        """Unregister the source whose path (or, failing that, name) is `path`."""
-        row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
-        if not row:
-            named = self.db.execute("SELECT id, path FROM sources WHERE name = ?", (path,)).fetchone()
-            row, path = ((named[0],), named[1]) if named else (None, path)
-        if not row:
-            raise NotFoundError(f"{path} is not a registered source; `vault-index sources` lists them")
-        paths = [p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = ?", row)]
+        """Unregister the source whose path, checkout root or name is `path`; a checkout of a source
+        with others goes alone (engine/checkouts.drop_checkout). Returns the notes that left."""
         with self.transaction() as db:
-            for file_path in paths:
-                self._delete_file(db, file_path)
-                link_index.forget_note(db, file_path)
-            db.execute("DELETE FROM sources WHERE id = ?", row)
-            recovery.save_sources(self.path, dict(db.execute("SELECT path, name FROM sources")))
-            db.execute(
-                "DELETE FROM problems WHERE path = ? OR path LIKE ? ESCAPE '\\'", (path, _like_prefix(path))
-            )
+            source_id, checkout_id = checkouts.target(db, path)
+            if checkout_id is not None:
+                removed = checkouts.drop_checkout(db, checkout_id, self._forget_note)
+            else:
+                root = db.execute("SELECT path FROM sources WHERE id = ?", (source_id,)).fetchone()[0]
+                paths = [p for (p,) in db.execute("SELECT path FROM files WHERE source_id = ?", (source_id,))]
+                for file_path in paths:
+                    self._forget_note(db, file_path)
+                checkouts.drop_source(db, source_id)
+                db.execute("DELETE FROM sources WHERE id = ?", (source_id,))
+                db.execute("DELETE FROM problems WHERE path = ? OR path LIKE ? ESCAPE '\\'", (root, _like_prefix(root)))
+                removed = len(paths)
+            self._save_sources(db)
             self.bump_generation(db)
-        return len(paths)
+        return removed
 
     # --- files and chunks -------------------------------------------------------------------
 
     def file_state(self, path: str) -> FileState | None:
+        """The stored version of the note at `path` (mtime: of the copy that brought it in)."""
         row = self.db.execute(
             "SELECT id, mtime, size, hash FROM files WHERE path = ?", (path,)
         ).fetchone()
         return FileState(*row) if row else None
 
-    def file_paths(self, source_id: int) -> set[str]:
+    def copy_state(self, checkout_id: int, path: str) -> checkouts.Copy | None:
+        """What the checkout's copy of `path` was at its last look (engine/checkouts.py)."""
+        return checkouts.copy_state(self.db, checkout_id, path)
+
+    def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
+        """Every note of the source; with `checkout_id`, those that checkout had at its last look."""
+        if checkout_id is not None:
+            return checkouts.paths_of(self.db, checkout_id)
         return {p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = ?", (source_id,))}
 
-    def touch_file(self, path: str, mtime: float, size: int) -> None:
+    def record_copy(self, checkout_id: int, path: str, mtime: float, size: int, digest: str) -> None:
+        """The checkout's copy is the stored content, or older: remember it, write nothing else."""
         with self.transaction() as db:
-            db.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+            checkouts.record_copy(db, checkout_id, path, mtime, size, digest)
 
-    def replace_file(self, source_id: int, path: str, stat: tuple[float, int], digest: str, note, chunks) -> None:
-        """Swap a file's rows for new ones in one transaction: readers see old or new, never half."""
+    def replace_file(self, source_id: int, path: str, stat: tuple[float, int], digest: str, note, chunks,
+                     checkout_id: int | None = None) -> bool:
+        """Swap a file's rows for new ones in one transaction: readers see old or new, never half.
+
+        With `checkout_id`, only when that checkout's copy may replace what is stored (a newer
+        version or removal from another checkout wins: engine/checkouts.accept); False: nothing
+        was written but the copy is recorded."""
         status = str(note.frontmatter.get("status") or "")
         frontmatter = json.dumps(_finite(note.frontmatter), default=str, ensure_ascii=False)
         with self.transaction() as db:
+            if checkout_id is not None and not checkouts.accept(db, checkout_id, path, stat, digest):
+                return False
             self._delete_file(db, path)
             cursor = db.execute(
                 "INSERT INTO files(source_id, path, mtime, size, hash, title, tags, status, "
@@ -428,12 +460,27 @@ class Store:
                     (cid, alias_title(note), chunk.heading, chunk.text),
                 )
             self.bump_generation(db)
+        return True
+
+    def remove_copy(self, checkout_id: int, path: str) -> bool:
+        """The checkout's copy of `path` is gone: the note leaves only if the index holds the very
+        version that checkout had (engine/checkouts.remove_copy); True when it left."""
+        with self.transaction() as db:
+            removed = checkouts.remove_copy(db, checkout_id, path, self._forget_note)
+            if removed:
+                self.bump_generation(db)
+        return removed
 
     def delete_file(self, path: str) -> None:
+        """The note leaves the index for every checkout, whatever they hold."""
         with self.transaction() as db:
-            self._delete_file(db, path)
-            link_index.forget_note(db, path)
+            self._forget_note(db, path)
+            checkouts.forget(db, path)
             self.bump_generation(db)
+
+    def _forget_note(self, db: sqlite3.Connection, path: str) -> None:
+        self._delete_file(db, path)
+        link_index.forget_note(db, path)
 
     def update_links(self, path: str, root: str, text: str, note, body_start: int | None = None) -> None:
         """Replace the links of an indexed note (after its chunks are written; engine/link_index.py)."""

@@ -53,9 +53,10 @@ class App:
     # --- writes to the index ----------------------------------------------------------------
 
     def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False,
-              name: str | None = None) -> SyncReport:
+              name: str | None = None, checkout: bool = False) -> SyncReport:
         """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
-        (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything."""
+        (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything.
+        `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
         if by_agent and paths:
             paths = agent_sources(paths, project_dir(), [p for _, p in self.store.sources()])
         # Trigger: the model is recorded before the sync, not after it.
@@ -65,7 +66,7 @@ class App:
         embedder = self.models.embedder()
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
-        return indexer.sync(self.store, self.models, paths, progress, name=name)
+        return indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout)
 
     def reindex_file(self, path: str) -> SyncReport | None:
         return indexer.reindex_file(self.store, self.models, path)
@@ -80,7 +81,8 @@ class App:
         return self.store.source_names().get(path, path)
 
     def remove(self, path: str) -> int:
-        """Unregister a source named by its path or its name."""
+        """Unregister a source named by its path or its name; the path of one checkout of a source
+        with several unregisters that checkout only (ADR 0019)."""
         return self.store.remove_source(self.source_target(path))
 
     # --- the curated write path -------------------------------------------------------------

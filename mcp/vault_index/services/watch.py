@@ -96,8 +96,8 @@ class Watcher:
 
     def _rescan(self, app, observer) -> None:
         roots = {}
-        for source in app.sources():
-            path = Path(source["path"])
+        for _, root in app.store.sources():  # every checkout on this machine (ADR 0019)
+            path = Path(root)
             folder = path if path.is_dir() else path.parent
             if folder.is_dir():
                 roots[str(folder)] = folder

@@ -117,9 +117,11 @@ def _say(args, message: str) -> None:
 def cmd_index(app, args) -> int:
     if args.name is not None and len(args.paths) != 1:
         raise UsageError("--name names one source: give exactly one PATH with it")
+    if args.checkout and (args.name is None or len(args.paths) != 1):
+        raise UsageError("--checkout joins one folder to a source: give exactly one PATH and --name NAME")
     progress = Progress(not args.silent)
     try:
-        report = app.index(args.paths or None, progress, name=args.name)
+        report = app.index(args.paths or None, progress, name=args.name, checkout=args.checkout)
     except KeyboardInterrupt:
         progress.close()
         # Files are swapped in one transaction each and vectors committed in batches, so nothing
@@ -132,7 +134,9 @@ def cmd_index(app, args) -> int:
         print(_json(data))
     else:
         print(
-            f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.removed} removed; "
+            f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.removed} removed"
+            + (f", {report.stale} older than the version another checkout indexed" if report.stale else "")
+            + "; "
             f"{report.chunks_embedded} chunks embedded in {report.embed_seconds:.1f} s "
             f"(total {report.seconds:.1f} s)"
         )
@@ -189,6 +193,10 @@ def cmd_sources(app, args) -> int:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
     for source in sources if not args.json else []:
         print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+        checkouts = source.get("checkouts", [])
+        for checkout in checkouts if len(checkouts) > 1 else []:
+            where = "this machine" if checkout["here"] else "not on this machine"
+            print(f"    checkout {checkout['path']}  ({where})")
     return 0
 
 
@@ -339,6 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", parents=[common], help="add folders/files as sources and sync them")
     p.add_argument("paths", nargs="*", help="folders or files; none re-syncs every source")
     p.add_argument("--name", help="name the one source given (default: its folder's name)")
+    p.add_argument("--checkout", action="store_true",
+                   help="with --name: the folder is another checkout of the source of that name (a team "
+                        "vault cloned on several machines or folders): its notes are stored once")
     p.set_defaults(run=cmd_index)
 
     p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
@@ -362,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sources", parents=[common], help="list registered sources")
     p.set_defaults(run=cmd_sources)
     p = sub.add_parser("remove", parents=[common], help="unregister a source and drop its files")
-    p.add_argument("path", help="the source's path or name")
+    p.add_argument("path", help="the source's path or name (a checkout's path: that checkout only)")
     p.set_defaults(run=cmd_remove)
     p = sub.add_parser("status", parents=[common], help="index state, models, vector backend, problems")
     p.set_defaults(run=cmd_status)

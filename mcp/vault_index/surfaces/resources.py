@@ -60,8 +60,12 @@ def listed_notes(app: App) -> list[tuple[str, str]]:
     """(real path, path for its URI) of every indexed note, in the order get_note looks them up:
     sources in the store's order, so a relative path names the note get_note would open."""
     seen: set[str] = set()
+    listed: set[int] = set()
     notes = []
     for source_id, root in app.store.sources():
+        if source_id in listed:  # a further checkout of the source on this machine: listed once
+            continue
+        listed.add(source_id)
         file_root = Path(root).is_file()
         for real in sorted(app.store.file_paths(source_id)):
             rel = real if file_root else os.path.relpath(real, root)

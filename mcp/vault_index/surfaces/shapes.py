@@ -44,7 +44,8 @@ class NoteOut(BaseModel):
 
 
 class SourcesOut(BaseModel):
-    sources: list[dict] = Field(description="name, path, files, chunks")
+    sources: list[dict] = Field(description="name, path, files, chunks (and checkouts: path, here, for a "
+                                            "source with several)")
 
 
 class IndexOut(BaseModel):
