@@ -21,7 +21,8 @@ def test_a_small_postgresql_bench_reports_both_backends_and_leaves_no_database(t
     (size,) = json.loads(proc.stdout)["sizes"]
     assert "error" not in size, size
     sqlite, pg = size["sqlite"], size["postgresql"]
-    assert sqlite["chunks"] == 300 and sqlite["db_mb"] > 0
+    assert sqlite["chunks"] == 300 and sqlite["db_mb"] > 0 and sqlite["knn"] == "exact"
+    assert sqlite["recall_at_10"] == 1.0  # an exact scan against pgvector's exact scan: same top 10
     assert sqlite["hybrid"]["n"] == pg["hybrid_hnsw"]["n"] == 12
     assert pg["hnsw_used"] is True  # the plan of the approximate query names the HNSW index
     assert pg["db_mb"] > pg["db_mb_before_hnsw"] > 0 and pg["hnsw_index_mb"] > 0
