@@ -158,3 +158,11 @@ def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database):
         assert got[keys[2][0]] == pytest.approx(1.0, abs=1e-5)
     finally:
         store.close()
+
+
+def test_ef_search_is_the_factor_times_the_wanted_vectors_within_pgvectors_bounds():
+    from vault_index.engine.pg_store import HNSW_EF_SEARCH_FACTOR, HNSW_EF_SEARCH_MAX, ef_search_for
+
+    assert ef_search_for(100) == HNSW_EF_SEARCH_FACTOR * 100  # what the fusion asks: 2 x 50
+    assert ef_search_for(1) == 40  # pgvector's default is the floor
+    assert ef_search_for(10_000) == HNSW_EF_SEARCH_MAX == 1000  # pgvector refuses more

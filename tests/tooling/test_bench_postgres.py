@@ -27,7 +27,7 @@ def test_a_small_postgresql_bench_reports_both_backends_and_leaves_no_database(t
     assert pg["hnsw_used"] is True  # the plan of the approximate query names the HNSW index
     assert pg["db_mb"] > pg["db_mb_before_hnsw"] > 0 and pg["hnsw_index_mb"] > 0
     assert pg["build_s"] == round(pg["bulk_load_s"] + pg["hnsw_build_s"], 1)
-    # 300 vectors, ef_search 4 x 100: HNSW finds the exact top 10 (a broken index or a wrong
+    # 300 vectors, ef_search 8 x 100: HNSW finds the exact top 10 (a broken index or a wrong
     # distance operator would not).
     assert pg["hnsw_recall_at_10"] >= 0.95 and pg["recall_queries"] == 12
     with psycopg.connect(pg_server_url, autocommit=True) as admin:
