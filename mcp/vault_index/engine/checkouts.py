@@ -143,7 +143,8 @@ def paths_of(db, checkout_id: int) -> set[str]:
     return {p for (p,) in db.execute("SELECT path FROM copies WHERE checkout_id = ? AND gone = 0", (checkout_id,))}
 
 
-def _inside(path: str, root: str) -> bool:
+def under(path: str, root: str) -> bool:
+    """`path` is `root` or lies below it (plain strings; engine/local_paths.py uses it too)."""
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
@@ -182,7 +183,7 @@ def register(db, path: str, name: str | None, checkout: bool, is_file: bool = Fa
             if is_file:
                 raise UsageError("--checkout joins a folder to a source; a single file cannot be a checkout")
             for (root,) in db.execute("SELECT root FROM checkouts WHERE source_id = ?", (owner[0],)).fetchall():
-                if _inside(path, root) or _inside(root, path):
+                if under(path, root) or under(root, path):
                     raise UsageError(f"{path} overlaps the checkout {root} of {name!r}; a checkout is a whole "
                                      "copy of the vault, beside the others")
             db.execute("INSERT INTO checkouts(source_id, root, added_at) VALUES (?, ?, ?)",

@@ -21,12 +21,10 @@ import os
 import time
 from dataclasses import replace
 
+from vault_index.engine.checkouts import under
+
 ROOTS_TTL_S = 1.0  # how long the checkout map (one query, a stat per root) serves before it is read again
 _PATH_KEYS = ("path", "target", "source", "via")  # path-valued keys of link_index's answers
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _swap(path, pairs):
@@ -34,7 +32,7 @@ def _swap(path, pairs):
     if not isinstance(path, str):
         return path
     for old, new in pairs:
-        if _under(path, old):
+        if under(path, old):
             return new if path == old else new.rstrip("/") + path[len(old.rstrip("/")):]
     return path
 
@@ -311,7 +309,7 @@ class LocalPaths:
         roots = self.roots()
         prefix = path_prefix.rstrip("/") or "/"
         wanted = {roots.stored(prefix)}
-        wanted |= {canonical for canonical, shown in roots.outbound if _under(shown, prefix)}
+        wanted |= {canonical for canonical, shown in roots.outbound if under(shown, prefix)}
         found: set[int] = set()
         tags = tuple(tags)
         for one in sorted(wanted):
