@@ -21,17 +21,14 @@ def test_no_project_means_the_personal_index(clean):
     assert config.default_db_path() == clean / "vault-index.db"
 
 
-def test_a_named_project_gets_its_own_index_and_same_names_do_not_collide(clean, monkeypatch, tmp_path):
-    a, b = tmp_path / "one" / "app", tmp_path / "two" / "app"
+def test_every_workspace_shares_one_index(clean, monkeypatch, tmp_path):
+    """ADR 0020: a named project no longer gets a file of its own; its sources carry its scope."""
+    a = tmp_path / "one" / "app"
     a.mkdir(parents=True)
-    b.mkdir(parents=True)
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(a))
-    first = config.default_db_path()
-    monkeypatch.setenv("VAULT_PROJECT", str(b))  # VAULT_PROJECT wins over CLAUDE_PROJECT_DIR
-    second = config.default_db_path()
-    assert first.parent.parent == second.parent.parent == clean / config.PROJECTS_FOLDER
-    assert first.parent.name.startswith("app-") and second.parent.name.startswith("app-")
-    assert first != second
+    assert config.default_db_path() == clean / "vault-index.db"
+    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "elsewhere.db"))
+    assert config.default_db_path() == tmp_path / "elsewhere.db"
 
 
 def test_the_tool_checkout_is_no_project_and_its_content_goes_to_the_personal_folder(clean, monkeypatch):

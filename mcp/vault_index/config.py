@@ -95,6 +95,7 @@ def project_slug(project: Path) -> str:
 
 
 def project_home(project: Path) -> Path:
+    """Where a project's own index lived before ADR 0020 (services/migrate_projects.py reads it)."""
     return index_home() / PROJECTS_FOLDER / project_slug(project)
 
 
@@ -103,8 +104,8 @@ def demo_db_path() -> Path:
 
 
 def default_db_path() -> Path:
-    """VAULT_INDEX_DB; else the named project's own index; else the personal index
-    (locations.default_db_path, which the edit hook calls before importing this module)."""
+    """VAULT_INDEX_DB, else the one shared index (locations.default_db_path, which the edit hook
+    calls before importing this module)."""
     return Path(locations.default_db_path())
 
 

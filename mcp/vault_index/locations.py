@@ -73,15 +73,9 @@ def _safe_name(name: str) -> str:
 
 
 def default_db_path() -> str:
-    """VAULT_INDEX_DB; else the named project's own index; else the personal index.
-
-    A clone of vault-index counts as no project: setup.py there fills the personal index, which
-    the terminal (run from anywhere) and `claude mcp add` elsewhere then share with it.
-    """
+    """VAULT_INDEX_DB, else the one index every workspace shares (ADR 0020: each source there names
+    its workspace; before it, a named project had a file of its own under <home>/projects/)."""
     raw = os.environ.get("VAULT_INDEX_DB")
     if raw:
         return os.path.expanduser(raw)
-    project = known_project()
-    if project is None or is_tool_checkout(project):
-        return os.path.join(index_home(), DB_NAME)
-    return os.path.join(index_home(), PROJECTS_FOLDER, project_slug(project), DB_NAME)
+    return os.path.join(index_home(), DB_NAME)

@@ -93,10 +93,11 @@ def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | 
 
 
 def register(store: Store, paths: Iterable[str], name: str | None = None,
-             checkout: bool = False) -> list[tuple[int, int, Path]]:
+             checkout: bool = False, scope_of: Callable[[Path], str] | None = None) -> list[tuple[int, int, Path]]:
     """(checkout id, source id, root) of each path registered. `name` names the source when exactly
     one path is given (ignored otherwise); `checkout`: that path may join the source already named
-    so, as another checkout of it (engine/checkouts.register)."""
+    so, as another checkout of it (engine/checkouts.register). `scope_of(path)`: the workspace a new
+    source joins (ADR 0020; default personal)."""
     paths = list(paths)
     name = name if len(paths) == 1 else None
     registered = []
@@ -105,7 +106,7 @@ def register(store: Store, paths: Iterable[str], name: str | None = None,
         if not path.exists():
             raise NotFoundError(f"{raw} does not exist")
         check_source_path(path)
-        source_id = store.add_source(str(path), name, checkout)
+        source_id = store.add_source(str(path), name, checkout, scope_of(path) if scope_of else "")
         checkout_id = next(c for c, s, root in store.checkouts() if s == source_id and root == str(path))
         registered.append((checkout_id, source_id, path))
     return registered
@@ -137,6 +138,7 @@ def sync(
     embed: bool = True,
     name: str | None = None,
     checkout: bool = False,
+    scope_of: Callable[[Path], str] | None = None,
 ) -> SyncReport:
     """Register `paths` as sources (none: every checkout on this machine) and bring the index up to
     date; `name` names the one source when a single path is given, and with `checkout` that path
@@ -144,7 +146,7 @@ def sync(
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
-    targets = register(store, paths, name, checkout) if paths else local_checkouts(store, report)
+    targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report)
     embedder = models.embedder() if embed else None
     count = embedder.count_tokens if embedder else approximate_tokens
     max_tokens = embedder.max_tokens if embedder else 512

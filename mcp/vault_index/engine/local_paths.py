@@ -222,9 +222,13 @@ class LocalPaths:
             stats.append(row)
         return stats
 
-    def add_source(self, path: str, name: str | None = None, checkout: bool = False) -> int:
+    def source_scopes(self) -> dict[str, str]:
+        shown = self.roots().shown_of
+        return {shown.get(p, p): scope for p, scope in self.inner.source_scopes().items()}
+
+    def add_source(self, path: str, name: str | None = None, checkout: bool = False, scope: str = "") -> int:
         try:
-            return self.inner.add_source(path, name, checkout)
+            return self.inner.add_source(path, name, checkout, scope)
         finally:
             self._changed()
 

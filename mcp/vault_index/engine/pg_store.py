@@ -140,7 +140,12 @@ def m002_checkouts(db: psycopg.Connection) -> None:
         db.execute(_ddl(statement))
 
 
-MIGRATIONS = (m001_initial, m002_checkouts)
+def m003_source_scopes(db: psycopg.Connection) -> None:
+    """Workspaces (ADR 0020), as SQLite's m006: '' is the personal workspace every project sees."""
+    db.execute("ALTER TABLE sources ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+
+
+MIGRATIONS = (m001_initial, m002_checkouts, m003_source_scopes)
 
 
 def database_url(server_url: str, name: str) -> str:
@@ -433,9 +438,20 @@ class PgStore:
     def checkouts(self) -> list[tuple[int, int, str]]:
         return checkouts.checkout_rows(_Qmark(self.db))
 
-    def add_source(self, path: str, name: str | None = None, checkout: bool = False) -> int:
+    def add_source(self, path: str, name: str | None = None, checkout: bool = False, scope: str = "") -> int:
         with self.transaction() as db:
-            return checkouts.register(_Qmark(db), path, name, checkout, os.path.isfile(path))
+            known = db.execute("SELECT 1 FROM checkouts WHERE root = %s", (path,)).fetchone()
+            source_id = checkouts.register(_Qmark(db), path, name, checkout, os.path.isfile(path))
+            if not known and not checkout:
+                db.execute("UPDATE sources SET scope = %s WHERE id = %s", (scope, source_id))
+            return source_id
+
+    def source_scopes(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT path, scope FROM sources").fetchall())
+
+    def set_source_scope(self, path: str, scope: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE sources SET scope = %s WHERE path = %s", (scope, path))
 
     def remove_source(self, path: str) -> int:
         with self.transaction() as db:

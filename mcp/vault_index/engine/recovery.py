@@ -122,14 +122,17 @@ def sources_file(db_path: Path) -> Path:
     return Path(str(db_path) + SOURCES_SUFFIX)
 
 
-def save_sources(db_path: Path, sources: dict[str, str | None], checkouts: dict[str, str] | None = None) -> None:
+def save_sources(db_path: Path, sources: dict[str, str | None], checkouts: dict[str, str] | None = None,
+                 scopes: dict[str, str] | None = None) -> None:
     """Best effort: a folder that cannot be written keeps the last list (the index says why).
 
     `sources` maps each registered path to its name (ADR 0012), so a rebuild keeps `--name`s;
-    `checkouts` maps every further checkout's root to its source's name (ADR 0019)."""
+    `checkouts` maps every further checkout's root to its source's name (ADR 0019); `scopes` each
+    non-personal source's workspace (ADR 0020), so a rebuild never shows a project's notes everywhere."""
     paths = sorted(sources)
     names = {p: sources[p] for p in paths if sources[p]}
-    data = {"sources": paths, "names": names, "checkouts": dict(sorted((checkouts or {}).items()))}
+    data = {"sources": paths, "names": names, "checkouts": dict(sorted((checkouts or {}).items())),
+            "scopes": dict(sorted((scopes or {}).items()))}
     _write_atomic(sources_file(db_path), json.dumps(data, indent=1, ensure_ascii=False))
 
 
@@ -145,6 +148,18 @@ def load_checkouts(db_path: Path) -> dict[str, str]:
     return {r: n for r, n in found.items() if isinstance(r, str) and r and isinstance(n, str)}
 
 
+def load_scopes(db_path: Path) -> dict[str, str]:
+    """path -> workspace of the non-personal sources the sources file lists (none before ADR 0020)."""
+    try:
+        data = json.loads(sources_file(db_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = data.get("scopes") if isinstance(data, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {p: s for p, s in found.items() if isinstance(p, str) and p and isinstance(s, str)}
+
+
 def load_sources(db_path: Path) -> dict[str, str | None]:
     """path -> name (None where the file, or an older one that listed paths only, names none)."""
     try:
@@ -158,6 +173,19 @@ def load_sources(db_path: Path) -> dict[str, str | None]:
         return {}
     return {s: (names.get(s) if isinstance(names.get(s), str) else None)
             for s in found if isinstance(s, str) and s}
+
+
+def _damaged_scopes(db_path: Path) -> dict[str, str]:
+    """The workspaces the damaged index itself still yields (none when it is too damaged to read)."""
+    try:
+        old = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = list(old.execute("SELECT path, scope FROM sources WHERE scope != ''"))
+        finally:
+            old.close()
+    except sqlite3.Error:
+        return {}
+    return {p: s for p, s in rows if isinstance(p, str) and isinstance(s, str)}
 
 
 def recoverable_sources(db_path: Path) -> dict[str, str | None]:
@@ -254,6 +282,7 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
                 return open_fresh(), None, 0
             sources = recoverable_sources(db_path)
             extra = load_checkouts(db_path)
+            scopes = {**_damaged_scopes(db_path), **load_scopes(db_path)}
             try:
                 moved_to = _move_aside(db_path)
             except OSError as exc:
@@ -274,6 +303,8 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
                 source_names.fill_missing(db)
                 # every source's folder is its first checkout; further checkouts join by name
                 db.execute("INSERT INTO checkouts(source_id, root, added_at) SELECT id, path, added_at FROM sources")
+                for path, scope in sorted(scopes.items()):
+                    db.execute("UPDATE sources SET scope = ? WHERE path = ?", (scope, path))
                 for root, name in sorted(extra.items()):
                     db.execute("INSERT OR IGNORE INTO checkouts(source_id, root, added_at) "
                                "SELECT id, ?, ? FROM sources WHERE name = ?", (root, time.time(), name))
@@ -283,7 +314,7 @@ def rebuild(db_path: Path, damage: sqlite3.DatabaseError,
                 # a generation no cache of the old file can hold (caches key on the generation)
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
                            (str(time.time_ns() // 1000),))
-            save_sources(db_path, sources, extra)
+            save_sources(db_path, sources, extra, {p: s for p, s in scopes.items() if s and p in sources})
             return db, moved_to, len(sources)
     except OSError as exc:  # the lock file beside the index cannot be made or taken
         raise IndexUnavailableError(

@@ -112,7 +112,15 @@ CHECKOUT_TABLES = (
     "hash TEXT NOT NULL, removed_at REAL)",
 )
 
-MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links, m004_source_names, m005_checkouts)
+def m006_source_scopes(db: sqlite3.Connection) -> None:
+    """Workspaces (ADR 0020): each source belongs to one; '' is the personal one every project sees."""
+    db.execute(SCOPE_COLUMN)
+
+
+SCOPE_COLUMN = "ALTER TABLE sources ADD COLUMN scope TEXT NOT NULL DEFAULT ''"
+
+MIGRATIONS = (m001_initial, m002_embeddings_rowid, m003_links, m004_source_names, m005_checkouts,
+              m006_source_scopes)
 
 
 @dataclass(frozen=True)
@@ -370,19 +378,33 @@ class Store:
         """(checkout id, source id, root) of every checkout, on any machine (engine/checkouts.py)."""
         return checkouts.checkout_rows(self.db)
 
-    def add_source(self, path: str, name: str | None = None, checkout: bool = False) -> int:
+    def add_source(self, path: str, name: str | None = None, checkout: bool = False, scope: str = "") -> int:
         """Register `path` (already there: kept, renamed when `name` is given). A name another
         source uses is a UsageError unless `checkout` says this folder is another checkout of it;
-        no name: the folder's base name, made unique (engine/checkouts.register)."""
+        no name: the folder's base name, made unique (engine/checkouts.register). `scope`: the
+        workspace a NEW source belongs to (ADR 0020); a source already there keeps its own."""
         with self.transaction() as db:
+            known = db.execute("SELECT 1 FROM checkouts WHERE root = ?", (path,)).fetchone()
             source_id = checkouts.register(db, path, name, checkout, os.path.isfile(path))
+            if not known and not checkout:
+                db.execute("UPDATE sources SET scope = ? WHERE id = ?", (scope, source_id))
             # under the write lock, so concurrent writers leave the file with the last committed list
             self._save_sources(db)
         return source_id
 
     def _save_sources(self, db: sqlite3.Connection) -> None:
         recovery.save_sources(self.path, dict(db.execute("SELECT path, name FROM sources")), dict(db.execute(
-            "SELECT c.root, s.name FROM checkouts c JOIN sources s ON s.id = c.source_id WHERE c.root != s.path")))
+            "SELECT c.root, s.name FROM checkouts c JOIN sources s ON s.id = c.source_id WHERE c.root != s.path")),
+            dict(db.execute("SELECT path, scope FROM sources WHERE scope != ''")))
+
+    def source_scopes(self) -> dict[str, str]:
+        """Each source's path -> its workspace ('' personal, else the project's or vault's folder)."""
+        return dict(self.db.execute("SELECT path, scope FROM sources"))
+
+    def set_source_scope(self, path: str, scope: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE sources SET scope = ? WHERE path = ?", (scope, path))
+            self._save_sources(db)
 
     def remove_source(self, path: str) -> int:
         """Unregister the source whose path, checkout root or name is `path`; a checkout of a source

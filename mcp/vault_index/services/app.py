@@ -6,6 +6,7 @@ engine pieces on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -17,9 +18,11 @@ from vault_index.engine.sources import looks_binary, real_path, resolve_inside
 from vault_index.engine.store import BUSY_TIMEOUT_S
 from vault_index.engine.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError
+from vault_index.services import workspace as workspaces
 from vault_index.services.boundaries import agent_sources
-from vault_index.services.search import DEFAULT_MODE, Filters, Searcher
+from vault_index.services.search import DEFAULT_MODE, Filters, Searcher, under_any
 from vault_index.services.vault import Vault
+from vault_index.services.workspace import Workspace
 from vault_index.services.write import WriteService
 from vault_index.types import SearchResult, SyncReport
 
@@ -35,17 +38,68 @@ class App:
     store: IndexStore
     models: Models
     searcher: Searcher
+    workspace: Workspace = Workspace(workspaces.PERSONAL)
 
     @classmethod
     def open(cls, settings: Settings | None = None, models: Models | None = None,
-             busy_timeout: float = BUSY_TIMEOUT_S) -> App:
-        """`busy_timeout`: how long a write waits for another process's write (the edit hook: short)."""
+             busy_timeout: float = BUSY_TIMEOUT_S, workspace: Workspace | None = None,
+             start: str | Path | None = None) -> App:
+        """`busy_timeout`: how long a write waits for another process's write (the edit hook: short).
+        `workspace`: which sources this process sees (default: services/workspace.find from `start`,
+        e.g. a --vault folder, else the project or the working folder)."""
         settings = settings or Settings.from_env()
         store = open_store(settings.db_path, settings.index_url, busy_timeout)
         models = models or Models(
             settings.embed_model, settings.rerank_model, settings.model_cache, settings.rerank
         )
-        return cls(settings, store, models, Searcher(store, models, settings.vector_backend))
+        if workspace is None:
+            workspace = workspaces.find({s for s in store.source_scopes().values() if s}, start)
+        return cls(settings, store, models, Searcher(store, models, settings.vector_backend), workspace)
+
+    def reopen(self, models: Models | None = None) -> App:
+        """Another App on its own connection, in the same workspace (indexing threads, listeners)."""
+        return App.open(self.settings, models=models or self.models, workspace=self.workspace)
+
+    # --- the workspace (ADR 0020) -------------------------------------------------------------
+
+    def visible_roots(self) -> list[str] | None:
+        """The roots of the sources this workspace sees; None when it sees every source."""
+        scopes = self.store.source_scopes()
+        if all(self.workspace.sees(scope) for scope in scopes.values()):
+            return None
+        return sorted(path for path, scope in scopes.items() if self.workspace.sees(scope))
+
+    def _visible(self, path: str) -> bool:
+        roots = self.visible_roots()
+        return roots is None or path in roots
+
+    def fact_visible(self) -> Callable[[str], bool] | None:
+        """For the memory graph: whether a fact's source note is seen here (None: every fact is).
+        A source inside a hidden source, or inside another workspace's folder, is hidden; in a
+        vault only the vault's own files count."""
+        scopes = self.store.source_scopes()
+        if self.workspace.kind == workspaces.VAULT:
+            root = (self.workspace.key,)
+            return lambda source: under_any(str(source), root)
+        hidden = tuple({*(p for p, s in scopes.items() if not self.workspace.sees(s)),
+                        *(s for s in scopes.values() if s and not self.workspace.sees(s))})
+        if not hidden:
+            return None
+        return lambda source: not under_any(str(source), hidden)
+
+    def adopt_workspace(self, progress=None) -> SyncReport | None:
+        """Register the project's own folders (docs/, notes/) that no visible source covers, and
+        bring them up to date; None when there is nothing of the project's to index."""
+        visible = [Path(p) for p in (self.visible_roots() or [p for _, p in self.store.sources()])]
+        wanted = [str(f) for f in self.workspace.own_folders()
+                  if not any(f == root or root in f.parents for root in visible)]
+        ours = [p for p, scope in self.store.source_scopes().items()
+                if scope and scope == self.workspace.key and self.workspace.kind == workspaces.PROJECT]
+        if not wanted and not ours:
+            return None
+        scope_of = lambda p: self.workspace.scope_for(p, by_agent=False)  # noqa: E731
+        # the project's sources registered before are brought up to date with the new ones
+        return indexer.sync(self.store, self.models, [*wanted, *ours], progress, scope_of=scope_of)
 
     def close(self) -> None:
         self.store.close()
@@ -58,7 +112,9 @@ class App:
         (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything.
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
         if by_agent and paths:
-            paths = agent_sources(paths, project_dir(), [p for _, p in self.store.sources()])
+            visible = self.visible_roots()
+            registered = [p for _, p in self.store.sources() if visible is None or p in visible]
+            paths = agent_sources(paths, self.workspace.root or project_dir(), registered)
         # Trigger: the model is recorded before the sync, not after it.
         # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
         # them under the model of the last *finished* run (none) and said 0.
@@ -66,7 +122,9 @@ class App:
         embedder = self.models.embedder()
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
-        return indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout)
+        scope_of = lambda p: self.workspace.scope_for(p, by_agent=by_agent)  # noqa: E731
+        return indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
+                            scope_of=scope_of)
 
     def reindex_file(self, path: str) -> SyncReport | None:
         return indexer.reindex_file(self.store, self.models, path)
@@ -75,15 +133,19 @@ class App:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
         name; anything else is returned unchanged (remove then says it is not a source)."""
         resolved = str(Path(path).expanduser().resolve()) if path else path
-        known = {p for _, p in self.store.sources()}
+        known = {p for _, p in self.store.sources() if self._visible(p)}
         if resolved in known or path in known:
             return resolved if resolved in known else path
-        return self.store.source_names().get(path, path)
+        named = self.store.source_names().get(path, path)
+        return named if self._visible(named) else path
 
     def remove(self, path: str) -> int:
         """Unregister a source named by its path or its name; the path of one checkout of a source
         with several unregisters that checkout only (ADR 0019)."""
-        return self.store.remove_source(self.source_target(path))
+        target = self.source_target(path)
+        if not self._visible(target):
+            raise NotFoundError(f"{path} is not a source of {self.workspace.describe()}")
+        return self.store.remove_source(target)
 
     # --- the curated write path -------------------------------------------------------------
 
@@ -104,6 +166,9 @@ class App:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match
                 return SearchResult(query, mode, False, False, ())
+        visible = self.visible_roots()
+        if visible is not None:
+            filters = replace(filters or Filters(), scope_roots=tuple(visible))
         result = self.searcher.search(query, mode, limit, filters, explain)
         notices = self.index_notices()
         if not result.hits and not self.store.chunk_count():
@@ -112,7 +177,10 @@ class App:
 
     def _source_filters(self, filters: Filters, source: str) -> Filters | None:
         """`filters` narrowed to the named source's root; None when its path prefix excludes the source."""
-        root = Path(self.store.source_root(source))
+        found = self.store.source_root(source)
+        if not self._visible(found):
+            raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}")
+        root = Path(found)
         if not filters.path_prefix:
             return replace(filters, path_prefix=str(root))
         prefix = Path(filters.path_prefix.rstrip("/") or "/")
@@ -129,13 +197,19 @@ class App:
         return notices + [rebuilt] if rebuilt else notices
 
     def sources(self) -> list[dict]:
-        return self.store.source_stats()
+        visible = self.visible_roots()
+        return [s for s in self.store.source_stats() if visible is None or s["path"] in visible]
+
+    def roots(self) -> list[str]:
+        """The root of every source this workspace sees."""
+        visible = self.visible_roots()
+        return [p for _, p in self.store.sources() if visible is None or p in visible]
 
     def get_note(self, path: str, start_line: int = 1, max_lines: int = MAX_NOTE_LINES) -> dict:
         """A note's text (a window of lines), only for files inside a registered source."""
         if start_line < 1 or not 1 <= max_lines <= MAX_NOTE_LINES:
             raise UsageError(f"start_line must be >= 1 and max_lines from 1 to {MAX_NOTE_LINES}")
-        roots = [p for _, p in self.store.sources()]
+        roots = self.roots()
         if not roots:
             raise NotFoundError("no sources are registered; index a folder first")
         real = resolve_inside(path, roots)
@@ -181,12 +255,18 @@ class App:
         model = self.store.get_meta("embed_model")
         vectors = self.store.vector_count(model) if model else 0
         counts = self.store.counts()
+        sources = self.sources()
+        if self.visible_roots() is not None:  # count only what this workspace sees
+            counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
+                      "chunks": sum(s["chunks"] for s in sources)}
         backend = self.store.vector_backend or "numpy"
         if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
             backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
         return {
             "db": self.store.location, "db_bytes": self.store.size_bytes(), **counts,
-            "sources": self.store.source_stats(), "embed_model": model or None,
+            "workspace": {"kind": self.workspace.kind, "root": self.workspace.key or None,
+                          "sees": self.workspace.describe()},
+            "sources": sources, "embed_model": model or None,
             "embed_setting": self.settings.embed_model, "vectors": vectors,
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,

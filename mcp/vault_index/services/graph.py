@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -164,10 +164,18 @@ def _parse(text: str, path: Path) -> Graph:
     return graph
 
 
-def load(path: str | Path) -> Graph:
-    """The graph in `path` (empty when the file does not exist). Never writes."""
+def load(path: str | Path, visible: Callable[[str], bool] | None = None) -> Graph:
+    """The graph in `path` (empty when the file does not exist). Never writes. `visible(source)`:
+    keep only the facts whose source note the caller's workspace sees (ADR 0020)."""
     path = Path(path).expanduser()
-    return _parse(_read(path), path)
+    graph = _parse(_read(path), path)
+    if visible is None:
+        return graph
+    kept = Graph()
+    for fact in graph.facts:
+        if visible(fact["source"]):
+            kept.add(fact)
+    return kept
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -314,13 +322,14 @@ def score_entity(graph: Graph, entity: dict, terms: list[str], query: str) -> fl
     return round(score, 4)
 
 
-def search(path: str | Path, query: str, limit: int = 10) -> list[dict]:
+def search(path: str | Path, query: str, limit: int = 10,
+           visible: Callable[[str], bool] | None = None) -> list[dict]:
     """Entities ranked by keyword score, each with its observations, relations and sources."""
     if not query or not query.strip():
         raise GraphInputError("the query is empty; give a few words to look for")
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise GraphInputError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}")
-    graph = load(path)
+    graph = load(path, visible)
     terms = query_terms(query)
     if not terms:
         return []
@@ -329,9 +338,9 @@ def search(path: str | Path, query: str, limit: int = 10) -> list[dict]:
     return [{**graph.view(entity), "score": score} for score, entity in scored[:limit]]
 
 
-def open_entities(path: str | Path, names: Iterable[str]) -> dict:
+def open_entities(path: str | Path, names: Iterable[str], visible: Callable[[str], bool] | None = None) -> dict:
     """The named entities (case-insensitive) in full; names the graph lacks come back in `missing`."""
-    graph = load(path)
+    graph = load(path, visible)
     found, missing = [], []
     for name in names:
         entity = graph.entity(name) if isinstance(name, str) else None

@@ -55,7 +55,8 @@ def recall(app, memory_file: str | Path, query: str, limit: int = 5, *, filters:
             target.append(item)
     notices = list(result.notices)
     try:
-        entities = memory.search(memory_file, query, memory.MAX_SEARCH_LIMIT if graph_filter else limit)
+        entities = memory.search(memory_file, query, memory.MAX_SEARCH_LIMIT if graph_filter else limit,
+                                 app.fact_visible())
     except memory.GraphFileError as exc:
         entities = []
         notices.append(f"memory graph skipped: {exc}")

@@ -65,6 +65,9 @@ class Filters:
     # stage (None: no restriction; (): nothing), `path_allowed` re-checks each final hit's path.
     granted_prefixes: tuple[str, ...] | None = None
     path_allowed: Callable[[str], bool] | None = field(default=None, compare=False)
+    # The workspace's visible source roots (services/workspace.py), set by the App when some
+    # source is not visible here; None: every source is.
+    scope_roots: tuple[str, ...] | None = None
 
     def active(self) -> bool:
         return bool(self.path_prefix or self.tags or self.status or self.collection)
@@ -137,6 +140,11 @@ class Searcher:
             for prefix in filters.granted_prefixes:
                 granted |= self.store.chunk_ids_matching(prefix, (), None, None)
             allowed = granted if allowed is None else allowed & granted
+        if filters.scope_roots is not None:
+            seen: set[int] = set()
+            for root in filters.scope_roots:
+                seen |= self.store.chunk_ids_matching(root, (), None, None)
+            allowed = seen if allowed is None else allowed & seen
         trace = _Trace()
         rows: dict = {}  # chunk id -> row, read once per search
         terms = query_terms(query)
@@ -180,6 +188,9 @@ class Searcher:
             # `Private/` through for a grant on `private`. Why: the exact path rule lives in
             # one predicate. Outcome: every candidate is re-checked before the limit.
             order = [(cid, score) for cid, score in order if cid in rows and filters.path_allowed(rows[cid].path)]
+        if filters.scope_roots is not None:  # exact, where LIKE ignored letter case
+            order = [(cid, score) for cid, score in order
+                     if cid in rows and under_any(rows[cid].path, filters.scope_roots)]
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
         shown = trace if explain else None
         hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)
@@ -326,6 +337,11 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def under_any(path: str, roots: tuple[str, ...]) -> bool:
+    """`path` is one of `roots` or lies below one (compared exactly, component by component)."""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def posting_budget(total: int) -> int | None:

@@ -144,13 +144,23 @@ def cmd_index(app, args) -> int:
             _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
         for path, message in report.problems:
             _say(args, f"  {path}: {message}")
+        _say(args, f"workspace: {app.workspace.describe()}")
     return 0
+
+
+def _adopt(app, args) -> None:
+    """The terminal sees what the agent in this folder sees: the project's own docs/ and notes/
+    are brought up to date first (ADR 0020); quietly, unless something was indexed."""
+    report = app.adopt_workspace()
+    if report is not None and report.indexed:
+        _say(args, f"indexed {report.indexed} notes of {app.workspace.describe()}")
 
 
 def cmd_search(app, args) -> int:
     from vault_index.services.search import Filters
     from vault_index.surfaces.notices import print_notices
 
+    _adopt(app, args)
     filters = Filters(args.path, tuple(args.tag or ()), args.status, args.collection)
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
     batch = args.query == "-"
@@ -186,6 +196,7 @@ def cmd_get(app, args) -> int:
 
 
 def cmd_sources(app, args) -> int:
+    _adopt(app, args)
     sources = app.sources()
     if args.json:
         print(_json(sources))
@@ -207,11 +218,13 @@ def cmd_remove(app, args) -> int:
 
 
 def cmd_status(app, args) -> int:
+    _adopt(app, args)
     status = app.status(probe_models=True)
     if args.json:
         print(_json(status))
         return 0
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
+    print(f"workspace {status['workspace']['sees']}")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
     state = status["rerank_state"]
@@ -462,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # eval and bench open their own indexes; serve opens one inside the server.
         # graph commands read the memory file only.
-        app = None if args.command in ("bench", "serve", "eval", "graph", "watch", "token", "migrate") else App.open()
+        quiet = ("bench", "serve", "eval", "watch", "token", "migrate")
+        app = None if args.command in quiet else App.open(start=getattr(args, "vault", None))
         try:
             return args.run(app, args)
         finally:

@@ -31,7 +31,7 @@ def entity_markdown(entity: dict) -> list[str]:
 
 
 def cmd_graph_search(app, args) -> int:
-    found = memory.search(args.memory_file, args.query, args.n)
+    found = memory.search(args.memory_file, args.query, args.n, app.fact_visible())
     if args.json:
         print(_json({"query": args.query, "entities": found}))
     elif not found:
@@ -42,7 +42,7 @@ def cmd_graph_search(app, args) -> int:
 
 
 def cmd_graph_open(app, args) -> int:
-    opened = memory.open_entities(args.memory_file, args.names)
+    opened = memory.open_entities(args.memory_file, args.names, app.fact_visible())
     if args.json:
         print(_json(opened))
     else:
@@ -78,7 +78,7 @@ def cmd_graph_check(app, args) -> int:
 
 
 def cmd_graph_show(app, args) -> int:
-    graph = memory.load(args.memory_file)
+    graph = memory.load(args.memory_file, app.fact_visible())
     entities = [graph.view(e) for e in sorted(graph.entities.values(), key=lambda e: e["name"].casefold())]
     if args.json:
         print(_json({"memory_file": str(args.memory_file), "entities": entities}))
@@ -92,6 +92,7 @@ def cmd_graph_show(app, args) -> int:
 def cmd_recall(app, args) -> int:
     from vault_index.services.recall import recall
 
+    app.adopt_workspace()  # the project's own notes, as the agent there sees them (ADR 0020)
     found = recall(app, args.memory_file, args.query, args.n)
     if args.json:
         print(_json(found))

@@ -37,7 +37,7 @@ def listen_for_edits(app: App):
     another server already listens for this index or the socket cannot be made here."""
     from vault_index.services.edit_queue import EditListener
 
-    listener = EditListener(app.settings.db_path, lambda: App.open(app.settings, models=app.models))
+    listener = EditListener(app.settings.db_path, lambda: app.reopen())
     return listener if listener.start() else None
 
 
@@ -45,7 +45,7 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
                 vault_root: str | Path | None = None) -> None:
     _exit_on_interrupt()
     try:
-        app = App.open()
+        app = App.open(start=vault_root)
     except VaultIndexError as exc:  # an index that cannot be opened at all: say why, no traceback
         import sys
 
@@ -58,7 +58,7 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
         if watch:  # its own connection on its own thread; shares the (lazily loaded) models
             from vault_index.services.watch import start_in_background
 
-            _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
+            _, stop, _ = start_in_background(lambda: app.reopen())
         import anyio
 
         from vault_index.surfaces import stdio_guard

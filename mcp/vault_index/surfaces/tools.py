@@ -159,9 +159,11 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         from vault_index.surfaces.callers import stdio_caller_factory
 
         caller_factory = stdio_caller_factory()
-    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else content_dir())
+    home = app.workspace.root if app.workspace.kind == "vault" else content_dir()
+    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else home)
     indexer: list[App] = []  # opened on first use, sharing the loaded models
-    text = instructions_text or instructions(app.status(), memory_file)
+    adopted = threading.Event()  # the project's own folders indexed (ADR 0020), once per process
+    text = instructions_text or instructions(app.status(), memory_file, app.fact_visible())
     server = MCPServer("vault-index", version=__version__, instructions=text)
 
     def call(fn, *args, guard: threading.Lock = lock):
@@ -179,8 +181,25 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
                 tool_errors.log_failure(tool, exc)
                 raise ToolError(tool_errors.unexpected_failure(tool, inputs, exc)) from exc
 
+    def adopt() -> None:
+        """Index the project's docs/ and notes/ before the first answer (after the handshake, so
+        start-up stays light); a failure is logged, and the tools answer from what is there."""
+        if adopted.is_set():
+            return
+        with index_lock:
+            if adopted.is_set():
+                return
+            try:
+                if not indexer:
+                    indexer.append(app.reopen())
+                indexer[0].adopt_workspace()
+            except Exception as exc:  # noqa: BLE001 - the index as it is still answers
+                tool_errors.log_failure("adopt_workspace", exc)
+            adopted.set()
+
     def who(ctx):
         """(vault, caller, scope) for this request; a broken config is a tool error that says where."""
+        adopt()
         try:
             vault = vaults.get()
         except VaultIndexError as exc:
@@ -199,7 +218,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def index(paths: list[str] | None, name: str | None = None):
         if not indexer:
-            indexer.append(App.open(app.settings, models=app.models))
+            indexer.append(app.reopen())
         return indexer[0].index(paths, by_agent=True, name=name)  # what an agent may add: services/boundaries.py
 
     # --- search and read the index ---------------------------------------------------------------
@@ -312,7 +331,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         """Search the memory graph by keyword; entities come with observations, relations and sources."""
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
-        found = call(graph_service.search, memory_file, query, graph_service.MAX_SEARCH_LIMIT, guard=graph_lock)
+        found = call(graph_service.search, memory_file, query, graph_service.MAX_SEARCH_LIMIT,
+                     app.fact_visible(), guard=graph_lock)
         shown = visible_entities(found, scope)[:limit]
         for entity in shown:  # as recall gives it: a path to cite, never null
             entity["display"] = recall_service.display_path(entity["source"])
@@ -326,7 +346,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         """Read named memory-graph entities in full."""
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
-        opened = call(graph_service.open_entities, memory_file, names, guard=graph_lock)
+        opened = call(graph_service.open_entities, memory_file, names, app.fact_visible(), guard=graph_lock)
         shown = visible_entities(opened["entities"], scope)
         seen = {e["name"] for e in shown}
         hidden = [e["name"] for e in opened["entities"] if e["name"] not in seen]
@@ -559,10 +579,10 @@ def refuse_unwritable(scope: Scope, caller, paths: list[str]) -> None:
         raise ToolError(denied_text(caller, "write on every collection these paths cover"))
 
 
-def graph_summary(memory_file: Path) -> str:
+def graph_summary(memory_file: Path, visible=None) -> str:
     """One sentence on the memory graph for the instructions; never fails the start-up."""
     try:
-        graph = graph_service.load(memory_file)
+        graph = graph_service.load(memory_file, visible)
     except VaultIndexError:
         return "The memory graph file has problems (`vault-index graph check` lists them). "
     return (
@@ -572,7 +592,7 @@ def graph_summary(memory_file: Path) -> str:
     )
 
 
-def instructions(status: dict, memory_file: Path | None = None) -> str:
+def instructions(status: dict, memory_file: Path | None = None, visible=None) -> str:
     """Built from the index state so the agent knows what it can find before it asks."""
     sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
     vectors = (
@@ -586,7 +606,7 @@ def instructions(status: dict, memory_file: Path | None = None) -> str:
         "about past work, decisions, people or lessons, instead of guessing; cite the path and "
         "heading of each hit, and open a note with get_note when a snippet is not enough. "
         "index_paths adds a folder; list_sources shows what is indexed. "
-        + (graph_summary(memory_file) if memory_file else "")
+        + (graph_summary(memory_file, visible) if memory_file else "")
         + "recall searches notes, lessons and the graph at once: use it first for a broad topic. "
         "Curated vault notes: note_read, then note_write with the version you read; vault_review "
         "and tension_log for curation."

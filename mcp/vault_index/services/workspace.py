@@ -1,0 +1,96 @@
+"""Which notes a process sees and may write: its workspace (docs/adr/0020-workspaces.md).
+
+The rule, in two sentences: a process works in one workspace, found from CLAUDE_PROJECT_DIR (or
+VAULT_PROJECT), else the working folder: the init vault it is in, else the project it is in,
+else none. A project sees your personal notes (every folder you indexed from a terminal) plus its
+own docs/ and notes/, which it indexes by itself; a vault sees only itself.
+
+Every source in the one index names its workspace (`sources.scope`): '' for personal, else the
+project's or vault's folder. This module only decides; the App applies it on every surface.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from vault_index import locations
+
+VAULT_MARKER = (".vault-index", "config.yaml")  # what `vault-index init` makes
+PROJECT_MARKERS = (".git", ".claude", ".mcp.json", "CLAUDE.md")  # a folder Claude Code would call a project
+PROJECT_FOLDERS = ("docs", "notes")  # a project's own notes, indexed without being asked
+PERSONAL, PROJECT, VAULT = "personal", "project", "vault"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    kind: str  # PERSONAL, PROJECT or VAULT
+    root: Path | None = None  # the project's or vault's folder; None for personal
+
+    @property
+    def key(self) -> str:
+        """The `scope` its own sources carry ('' for personal)."""
+        return str(self.root) if self.root is not None else ""
+
+    def sees(self, scope: str) -> bool:
+        """Whether a source of workspace `scope` is visible here."""
+        if self.kind == VAULT:
+            return scope == self.key
+        return scope in ("", self.key)
+
+    def scope_for(self, path: Path, *, by_agent: bool) -> str:
+        """The workspace a new source at `path` joins: inside a vault, the vault's; an agent's
+        additions, and a project's own folders, the project's; a person's `index`, personal."""
+        vault = vault_root(path)
+        if vault is not None:
+            return str(vault)
+        if self.kind == PROJECT and (by_agent or path in self.own_folders()):
+            return self.key
+        return ""
+
+    def own_folders(self) -> list[Path]:
+        """The project's folders indexed without being asked (a vault is indexed by `init`)."""
+        if self.kind != PROJECT or self.root is None:
+            return []
+        found = []
+        for name in PROJECT_FOLDERS:
+            folder = self.root / name
+            if folder.is_dir() and not folder.is_symlink():
+                found.append(folder)
+        return found
+
+    def describe(self) -> str:
+        if self.kind == VAULT:
+            return f"the vault {self.root} (its notes only)"
+        if self.kind == PROJECT:
+            return f"the project {self.root} (its docs/ and notes/, plus your personal notes)"
+        return "your personal notes (no project here)"
+
+
+def vault_root(path: Path) -> Path | None:
+    """The init vault `path` lies in (the nearest folder with .vault-index/config.yaml), if any."""
+    for folder in (path, *path.parents):
+        if os.path.isfile(os.path.join(folder, *VAULT_MARKER)):
+            return folder
+    return None
+
+
+def find(known: set[str] | frozenset[str] = frozenset(), start: str | Path | None = None) -> Workspace:
+    """The workspace of this process. `known`: the project folders the index already holds sources
+    for (so a terminal in a project Claude Code has opened finds it without a marker)."""
+    explicit = locations.known_project()
+    begin = Path(os.path.realpath(os.path.expanduser(str(start or explicit or os.getcwd()))))
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    for folder in (begin, *begin.parents):
+        if folder == home or folder == Path(folder.anchor):
+            break  # the home folder and / are never a project (a dotfiles repo is not one)
+        if os.path.isfile(os.path.join(folder, *VAULT_MARKER)):
+            return Workspace(VAULT, folder)
+        if locations.is_tool_checkout(str(folder)):
+            return Workspace(PERSONAL)  # a clone of vault-index: its content is the tool's
+        if str(folder) in known or any(os.path.lexists(folder / m) for m in PROJECT_MARKERS):
+            return Workspace(PROJECT, folder)
+    if explicit and begin != home and begin != Path(begin.anchor):
+        return Workspace(PROJECT, begin)  # Claude Code named it: a project even without a marker
+    return Workspace(PERSONAL)

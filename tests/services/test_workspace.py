@@ -1,0 +1,123 @@
+"""services/workspace.py: which workspace a process is in, and what each workspace sees (ADR 0020)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+from vault_index.config import Settings
+from vault_index.services import workspace
+from vault_index.services.app import App
+from vault_index.services.search import Filters
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("VAULT_INDEX_HOME", str(tmp_path / "home" / ".mcp-memory"))
+    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
+    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
+    return tmp_path
+
+
+def note(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
+    return path
+
+
+def project(root: Path, marker: str = ".git") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / marker).mkdir() if marker in (".git", ".claude") else (root / marker).write_text("{}")
+    return root
+
+
+def test_the_workspace_comes_from_the_project_variable_else_the_working_folder(env, monkeypatch):
+    proj = project(env / "code" / "app")
+    (proj / "src").mkdir()
+    monkeypatch.chdir(proj / "src")
+    assert workspace.find() == workspace.Workspace("project", proj)  # the nearest marker above
+    monkeypatch.chdir(env / "home")
+    assert workspace.find().kind == "personal"  # the home folder is never a project
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(env / "plain"))
+    (env / "plain").mkdir()
+    assert workspace.find() == workspace.Workspace("project", env / "plain")  # named: a project, marker or not
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(REPO))
+    assert workspace.find().kind == "personal"  # a clone of vault-index is no project
+
+
+def test_an_init_vault_wins_over_the_project_markers_around_it(env, monkeypatch):
+    vault = project(env / "vault")
+    (vault / ".vault-index").mkdir()
+    (vault / ".vault-index" / "config.yaml").write_text("roles: {}\n")
+    (vault / "notes").mkdir()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(vault / "notes"))
+    assert workspace.find() == workspace.Workspace("vault", vault)
+
+
+def test_a_project_sees_personal_notes_and_its_own_docs_never_another_projects(env, monkeypatch):
+    personal = note(env / "home" / "notes", "backup.md", "the zebrafish backup runs nightly")
+    a, b = project(env / "a"), project(env / "b")
+    note(a / "docs", "adr.md", "alpha decided to use zebrafish queues")
+    note(b / "docs", "adr.md", "beta decided zebrafish storage is forbidden")
+    monkeypatch.chdir(env / "home")
+    with _open() as app:  # the terminal, no project: personal
+        app.index([str(personal.parent)])
+    for proj, other in ((a, b), (b, a)):
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(proj))
+        with _open() as app:
+            assert app.workspace == workspace.Workspace("project", proj)
+            app.adopt_workspace()
+            paths = {h.path for h in app.search("zebrafish", "keyword", 10).hits}
+            assert str(personal) in paths and str(proj / "docs" / "adr.md") in paths
+            assert not any(p.startswith(str(other)) for p in paths)
+            assert {s["path"] for s in app.sources()} == {str(personal.parent), str(proj / "docs")}
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")
+    with _open() as app:  # personal: neither project's docs
+        assert {h.path for h in app.search("zebrafish", "keyword", 10).hits} == {str(personal)}
+
+
+def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch):
+    personal = note(env / "home" / "notes", "n.md", "quokka personal")
+    vault = project(env / "vault")
+    (vault / ".vault-index").mkdir()
+    (vault / ".vault-index" / "config.yaml").write_text("roles: {}\n")
+    inside = note(vault / "notes", "v.md", "quokka in the vault")
+    monkeypatch.chdir(env / "home")
+    with _open() as app:
+        app.index([str(personal.parent)])
+        app.index([str(vault)])  # a person's index of a vault: the vault's scope, not personal
+    monkeypatch.chdir(vault)
+    with _open() as app:
+        assert app.workspace.kind == "vault"
+        assert {h.path for h in app.search("quokka", "keyword", 10).hits} == {str(inside)}
+        wide = Filters(path_prefix=str(env))
+        assert {h.path for h in app.search("quokka", "keyword", 10, wide).hits} == {str(inside)}
+        with pytest.raises(Exception):
+            app.get_note(str(personal))
+
+
+def test_a_rebuilt_index_keeps_each_sources_workspace(env, monkeypatch):
+    from vault_index.engine import recovery
+
+    a = project(env / "a")
+    note(a / "docs", "x.md", "kept private")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(a))
+    with _open() as app:
+        app.adopt_workspace()
+    saved = recovery.load_scopes(env / "index.db")
+    assert saved == {str(a / "docs"): str(a)}
+
+
+class _open:
+    def __enter__(self):
+        self.app = App.open(Settings.from_env())
+        return self.app
+
+    def __exit__(self, *exc):
+        self.app.close()
