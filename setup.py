@@ -255,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     # This clone counts as no project (vault_index.config.default_db_path), whatever project a
     # surrounding Claude Code session names.
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(ROOT), "VAULT_PROJECT": ""}
+    # ADR 0020: one index for every workspace; what earlier versions kept per project moves in
+    moved = subprocess.run([str(cli), "upgrade"], env=env, capture_output=True, text=True)
+    for line in moved.stdout.splitlines():
+        print(f"setup: {line}")
+    if moved.returncode:
+        print(f"setup: `vault-index upgrade` failed ({moved.stderr.strip()}); your old indexes are untouched")
     run(cli, "index", *[ROOT / s for s in SOURCES], personal, env=env)
     if args.demo:
         demo_env = {**env, "VAULT_INDEX_DB": str(demo_db())}

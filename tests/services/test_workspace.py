@@ -121,3 +121,38 @@ class _open:
 
     def __exit__(self, *exc):
         self.app.close()
+
+
+def test_upgrade_brings_an_old_project_index_in_under_its_project_and_says_so(env, monkeypatch):
+    """Before ADR 0020 a project had its own file; upgrade re-registers its sources in that project's
+    workspace (a migration, not a reset), gives an init vault's sources the vault's, and runs once."""
+    from vault_index import config
+    from vault_index.engine.store import Store
+    from vault_index.services.upgrade import upgrade
+
+    a = project(env / "a")
+    doc = note(a / "docs", "x.md", "the capybara decision")
+    old_db = config.project_home(a) / "vault-index.db"
+    old_db.parent.mkdir(parents=True)
+    old = Store(old_db)
+    old.add_source(str(a / "docs"))
+    old.put_vectors("fake-model", [("h1", b"\x00" * 8)])
+    old.close()
+    vault = project(env / "vault")
+    (vault / ".vault-index").mkdir()
+    (vault / ".vault-index" / "config.yaml").write_text("roles: {}\n")
+    note(vault / "notes", "v.md", "capybara in the vault")
+    monkeypatch.chdir(env / "home")
+    with _open() as app:
+        app.store.add_source(str(vault))  # as `init` registered it before: personal
+        said = upgrade(app)
+        assert any("moved 1 sources" in line and str(a) in line for line in said), said
+        assert any(str(vault) in line and "only in its vault" in line for line in said), said
+        assert app.store.source_scopes() == {str(a / "docs"): str(a), str(vault): str(vault)}
+        assert set(app.store.vectors_by_hash("fake-model", ["h1"])) == {"h1"}  # kept, not re-embedded
+        assert app.search("capybara", "keyword", 10).hits == ()  # personal: neither is visible
+        assert upgrade(app) == []
+    assert old_db.exists()  # the old file is left for the person to delete
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(a))
+    with _open() as app:
+        assert {h.path for h in app.search("capybara", "keyword", 10).hits} == {str(doc)}

@@ -261,6 +261,20 @@ def cmd_migrate(app, args) -> int:
     return 0
 
 
+def cmd_upgrade(app, args) -> int:
+    """Bring earlier versions' per-project indexes and vault sources into the one index (ADR 0020)."""
+    from vault_index.services.upgrade import upgrade
+
+    said = upgrade(app)
+    if args.json:
+        print(_json({"moved": said}))
+    for line in said if not args.json else []:
+        print(line)
+    if not said and not args.json:
+        _say(args, "upgrade: nothing to move")
+    return 0
+
+
 def cmd_eval(app, args) -> int:
     if args.suite:
         from vault_index.tooling.suite import run_suite
@@ -395,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="copy the SQLite index into an empty PostgreSQL database (vectors too, no re-embedding)")
     p.add_argument("--to", required=True, metavar="URL", help="postgresql://user:password@host/database")
     p.set_defaults(run=cmd_migrate)
+    p = sub.add_parser("upgrade", parents=[common],
+                       help="move earlier versions' per-project indexes into the one index (says what moved)")
+    p.set_defaults(run=cmd_upgrade)
     p = sub.add_parser("eval", parents=[common], help="score retrieval on the golden set")
     p.add_argument("--golden", default="eval/golden.jsonl")
     p.add_argument("--vault", default="example-vault", help="folder the golden labels point into")
