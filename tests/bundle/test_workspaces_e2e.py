@@ -65,7 +65,8 @@ async def _agent(env: dict, project: Path, calls: list[tuple[str, dict]]) -> lis
             answers.append({"instructions": init.instructions})
             for tool, arguments in calls:
                 result = await session.call_tool(tool, arguments)
-                answers.append(result.structured_content if not result.is_error else {"error": "\n".join(c.text for c in result.content)})
+                error = {"error": "\n".join(c.text for c in result.content)}
+                answers.append(error if result.is_error else result.structured_content)
     return answers
 
 

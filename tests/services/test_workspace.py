@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 from vault_index.config import Settings
+from vault_index.errors import VaultIndexError
 from vault_index.services import workspace
 from vault_index.services.app import App
 from vault_index.services.search import Filters
@@ -98,7 +99,7 @@ def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch)
         assert {h.path for h in app.search("quokka", "keyword", 10).hits} == {str(inside)}
         wide = Filters(path_prefix=str(env))
         assert {h.path for h in app.search("quokka", "keyword", 10, wide).hits} == {str(inside)}
-        with pytest.raises(Exception):
+        with pytest.raises(VaultIndexError):
             app.get_note(str(personal))
 
 
