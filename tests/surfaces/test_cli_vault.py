@@ -39,8 +39,11 @@ def test_init_scaffolds_indexes_and_refuses_to_overwrite(env, tmp_path):
     made = js(env, "init", str(root))
     assert made["root"] == str(root) and made["commit"] and made["indexed"] == 3
     assert ".vault-index/config.yaml" in made["created"]
-    hits = json.loads(run(env, "search", "draft canonical", "--json", "--mode", "keyword").stdout)["hits"]
+    in_vault = {**env, "VAULT_PROJECT": str(root)}  # as a terminal in the vault (ADR 0020)
+    hits = json.loads(run(in_vault, "search", "draft canonical", "--json", "--mode", "keyword").stdout)["hits"]
     assert hits and all(h["path"].startswith(str(root)) for h in hits)
+    outside = json.loads(run(env, "search", "draft canonical", "--json", "--mode", "keyword").stdout)["hits"]
+    assert outside == []  # a vault is its own workspace: not among the personal notes
     again = run(env, "init", str(root), code=2)
     assert "never overwrites" in again.stderr
     busy = tmp_path / "busy"
