@@ -61,6 +61,7 @@ class Hit:
     snippet: str
     status: str = ""
     explain: dict = field(default_factory=dict)
+    more: int = 0  # one hit per note: how many more of its chunks matched
 
 
 @dataclass(frozen=True)

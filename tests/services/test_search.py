@@ -263,3 +263,22 @@ def test_below_the_size_threshold_the_keyword_query_is_the_unbounded_one(backend
         total = rng.randint(1, BOUNDED_KEYWORD_MIN_CHUNKS - 1)
         counts = _DocCounts(total, max(DF_COUNT_CAP, total // 100), per_term)
         assert keyword_match(terms, counts) == fts_match(terms, per_term, counts.common_at)
+
+
+def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_path, open_app):
+    """Issue 21: a note with several matching sections fills one slot, not the whole top 3."""
+    from helpers import write
+
+    long = "\n\n".join(f"## Part {i}\n\nThe marmot burrow plan, part {i}: " + "filler words " * 120 for i in range(4))
+    write(tmp_path / "notes", "big.md", "# Big\n\n" + long + "\n")
+    write(tmp_path / "notes", "small.md", "# Small\n\nOne marmot note.\n")
+    app = open_app(None)
+    app.index([str(tmp_path / "notes")])
+    chunks = app.search("marmot burrow", "keyword", 10).hits
+    notes = app.search("marmot burrow", "keyword", 10, per_note=True).hits
+    big = [h for h in chunks if h.path.endswith("big.md")]
+    assert len(big) >= 3  # the chunk view: the long note takes several slots
+    assert [h.path for h in notes].count(big[0].path) == 1
+    best = next(h for h in notes if h.path == big[0].path)
+    assert (best.line_start, best.more) == (big[0].line_start, len(big) - 1)
+    assert {h.path for h in notes} == {h.path for h in chunks}

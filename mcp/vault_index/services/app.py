@@ -160,7 +160,8 @@ class App:
     # --- reads ------------------------------------------------------------------------------
 
     def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
-               filters: Filters | None = None, explain: bool = False, source: str | None = None) -> SearchResult:
+               filters: Filters | None = None, explain: bool = False, source: str | None = None,
+               per_note: bool = False) -> SearchResult:
         """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold)."""
         if source:
             filters = self._source_filters(filters or Filters(), source)
@@ -169,7 +170,7 @@ class App:
         visible = self.visible_roots()
         if visible is not None:
             filters = replace(filters or Filters(), scope_roots=tuple(visible))
-        result = self.searcher.search(query, mode, limit, filters, explain)
+        result = self.searcher.search(query, mode, limit, filters, explain, per_note)
         notices = self.index_notices()
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)

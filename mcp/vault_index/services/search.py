@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vault_index.engine.chunk import embed_text_for
 from vault_index.engine.models import Models
@@ -117,7 +117,9 @@ class Searcher:
         limit: int = 10,
         filters: Filters | None = None,
         explain: bool = False,
+        per_note: bool = False,
     ) -> SearchResult:
+        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches."""
         if mode not in MODES:
             raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -191,9 +193,14 @@ class Searcher:
         if filters.scope_roots is not None:  # exact, where LIKE ignored letter case
             order = [(cid, score) for cid, score in order
                      if cid in rows and under_any(rows[cid].path, filters.scope_roots)]
-        order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})[:limit]
+        order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})
+        more: dict[int, int] = {}
+        if per_note:
+            order, more = best_per_note(order, rows)
+        order = order[:limit]
         shown = trace if explain else None
-        hits = tuple(self._hit(rows[cid], score, terms, shown) for cid, score in order if cid in rows)
+        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=more.get(cid, 0))
+                     for cid, score in order if cid in rows)
         return SearchResult(query, mode_run(mode, vector_used, reranked), vector_used, reranked, hits, tuple(notices))
 
     # --- stages -----------------------------------------------------------------------------
@@ -337,6 +344,23 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tuple[int, float]], dict[int, int]]:
+    """The first (best) chunk of each note in `order`, and how many more of its chunks follow."""
+    first: dict[str, int] = {}
+    kept, more = [], {}
+    for cid, score in order:
+        if cid not in rows:
+            continue
+        path = rows[cid].path
+        if path in first:
+            more[first[path]] += 1
+            continue
+        first[path] = cid
+        more[cid] = 0
+        kept.append((cid, score))
+    return kept, more
 
 
 def under_any(path: str, roots: tuple[str, ...]) -> bool:

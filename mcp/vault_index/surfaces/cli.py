@@ -35,6 +35,8 @@ def result_json(result, explain: bool = False) -> dict:
     for hit in result.hits:
         item = {key: getattr(hit, key) for key in ("path", "heading", "line_start", "line_end", "score", "snippet")}
         item["status"] = hit.status
+        if hit.more:
+            item["more"] = hit.more
         if explain:
             item["explain"] = hit.explain
         hits.append(item)
@@ -167,7 +169,8 @@ def cmd_search(app, args) -> int:
     for query in queries:
         if batch and not query:
             continue
-        result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source)
+        result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source,
+                            per_note=args.per_note)
         if args.json or batch:
             print(_json(result_json(result, args.explain)), flush=True)
             continue
@@ -175,7 +178,8 @@ def cmd_search(app, args) -> int:
         if not result.hits:
             _say(args, "no hits")
         for number, hit in enumerate(result.hits, start=1):
-            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}")
+            more = f"  (+{hit.more} more in this note)" if hit.more else ""
+            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}{more}")
             print(f"    {hit.heading}" + (f"  [{hit.status}]" if hit.status else ""))
             snippet = " ".join(hit.snippet.split())
             print(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
@@ -384,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=10, help="number of hits (1-100, default 10)")
     p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
+    p.add_argument("--per-note", action="store_true", help="one hit per note (its best chunk; the rest counted)")
     p.add_argument("--path", help="only files under this path prefix")
     p.add_argument("--source", help="only files of the source with this name (`sources` lists them)")
     p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")

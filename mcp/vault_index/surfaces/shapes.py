@@ -20,6 +20,7 @@ class HitOut(BaseModel):
     snippet: str
     status: str = ""
     decay: dict | None = None
+    more: int = 0
 
 
 class SearchOut(BaseModel):

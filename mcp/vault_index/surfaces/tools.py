@@ -234,13 +234,14 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
         collection: Annotated[str | None, Field(max_length=200)] = None,
         source: Annotated[str | None, Field(max_length=64, description="source name")] = None,
+        per_note: Annotated[bool, Field(description="one hit per note (more: its other matches); false: chunks")] = True,
     ) -> SearchOut:
         """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
         snippet and decay."""
         vault, caller, scope = who(ctx)
         need_read(scope, caller)
         filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
-        result = call(partial(app.search, source=source) if source else app.search, query, mode, limit, filters)
+        result = call(partial(app.search, source=source, per_note=per_note), query, mode, limit, filters)
         decays = hit_decays(vault, [h.path for h in result.hits])
         return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                          reranked=result.reranked, notices=list(result.notices),
