@@ -234,7 +234,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
         collection: Annotated[str | None, Field(max_length=200)] = None,
         source: Annotated[str | None, Field(max_length=64, description="source name")] = None,
-        per_note: Annotated[bool, Field(description="one hit per note (more: its other matches); false: chunks")] = True,
+        per_note: Annotated[bool, Field(description="one hit per note (more: its other matches)")] = True,
     ) -> SearchOut:
         """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
         snippet and decay."""
