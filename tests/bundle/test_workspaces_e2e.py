@@ -139,3 +139,20 @@ def test_the_clone_itself_is_no_project(machine):
     answers = agent(env, REPO, [search("wombat"), search("0012 projects collections")])
     assert files(answers[1]) == {str(machine["home"] / "notes/bikes.md")}
     assert not any(p.startswith(str(REPO)) for p in files(answers[2]))
+
+
+def test_from_a_project_the_agent_writes_the_persons_own_notes_and_the_projects_docs(machine):
+    """Writing is not only for init vaults: the same write service, the local person's default role."""
+    env, home, alpha = machine["env"], machine["home"], machine["projects"]["alpha"]
+    mine = str(home / "notes" / "trailer.md")
+    answers = agent(env, alpha, [
+        ("note_write", {"op": "create", "path": mine, "body": "The okapi trailer hitch is rated 750 kg.\n"}),
+        ("note_write", {"op": "create", "path": "docs/okapi.md", "body": "Okapi service notes.\n"}),
+        search("okapi"),
+        ("note_write", {"op": "create", "path": str(machine["tmp"] / "elsewhere.md"), "body": "no\n"})])
+    personal, project_doc, found, outside = answers[1:]
+    assert personal["status"] == "written", personal
+    assert project_doc["status"] == "written", project_doc
+    assert (home / "notes" / "trailer.md").read_text().endswith("750 kg.\n")
+    assert files(found) == {mine, str(alpha / "docs" / "okapi.md")}  # both searchable at once
+    assert outside["status"] != "written" and not (machine["tmp"] / "elsewhere.md").exists()

@@ -207,6 +207,26 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         caller = caller_factory(vault, ctx)
         return vault, caller, scope_for(vault, vault.grants(caller.role))
 
+    elsewhere: dict[Path, _Vaults] = {}  # the person's own notes folders, written as plain vaults
+
+    def who_at(ctx, path: str):
+        """who(), for a note at `path`: an absolute path inside a visible source outside this
+        vault (the person's own notes, from a project) is written in that folder, under the
+        local person's default role there (ADR 0020); (vault, caller, scope, path in that vault)."""
+        vault, caller, scope = who(ctx)
+        given = Path(os.path.normpath(os.path.expanduser(path)))
+        if not given.is_absolute() or app.workspace.kind == "vault" or given.is_relative_to(vault.root):
+            return vault, caller, scope, path
+        root = next((Path(r) for r in call(app.roots) if given.is_relative_to(r) and Path(r).is_dir()), None)
+        if root is None:
+            return vault, caller, scope, path  # the write service refuses it as outside the vault
+        try:
+            other = elsewhere.setdefault(root, _Vaults(app, root)).get()
+        except VaultIndexError as exc:
+            raise ToolError(str(exc)) from exc
+        caller = caller_factory(other, ctx)
+        return other, caller, scope_for(other, other.grants(caller.role)), str(given.relative_to(root))
+
     def need_read(scope: Scope, caller) -> None:
         if not scope.reads_any:
             raise ToolError(denied_text(caller, "read"))
@@ -449,7 +469,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
     def note_read(path: NotePath, ctx: Context, history: bool = False) -> OutcomeOut:
         """Read a vault note: body, frontmatter, validation problems, decay and version (pass it
         back as base_version). history=true adds its write history."""
-        vault, caller, scope = who(ctx)
+        vault, caller, scope, path = who_at(ctx, path)
         view = call(writer_for(vault).read, caller, path)
         if is_outcome(view):
             return outcome_out(view)
@@ -478,7 +498,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         commit): create, replace, append, promote (draft to canonical), deprecate."""
         from vault_index.services.write import WriteRequest
 
-        vault, caller, scope = who(ctx)
+        vault, caller, scope, path = who_at(ctx, path)
         request = WriteRequest(op=op, path=path, body=body, frontmatter=frontmatter, base_version=base_version,
                                reason=reason, superseded_by=superseded_by, request_id=request_id)
         writer = writer_for(vault)
