@@ -26,9 +26,9 @@ build goes to venv.partial with a marker per finished step and is renamed to ven
 so a build cut short resumes where it stopped.
 
 VAULT_INDEX_PYTHON names an interpreter that already has vault_index (a dev checkout's .venv; the
-tests use it): it is used as is and nothing is installed. The indexes (one per project:
-VAULT_INDEX_HOME is the data folder, VAULT_PROJECT the project) and VAULT_MEMORY_FILE default to
-the data folder, so the plugin never writes to the repo copy.
+tests use it): it is used as is and nothing is installed. The index and the graph are the
+person's own (~/.mcp-memory, as the terminal's: ADR 0020), VAULT_PROJECT names the workspace, and
+only the environment lives in the data folder, so the plugin never writes to the repo copy.
 Standard library only; runs on the system python3 (3.10 or newer).
 """
 
@@ -250,11 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     data = data_dir()
-    # Indexes live in the data folder, one per project (vault_index.config.default_db_path):
-    # Claude Code names the project for hooks; a server started in it has it as its folder.
-    os.environ.setdefault("VAULT_INDEX_HOME", str(data))
+    # ADR 0020: the person's one index and graph, shared with the terminal; the workspace is the
+    # project Claude Code names for hooks, or the folder a server is started in.
     os.environ.setdefault("VAULT_PROJECT", os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
-    os.environ.setdefault("VAULT_MEMORY_FILE", str(data / "memory.jsonl"))
     os.environ.setdefault("CLAUDE_PLUGIN_ROOT", str(root))
 
     override = os.environ.get("VAULT_INDEX_PYTHON")

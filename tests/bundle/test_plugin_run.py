@@ -56,9 +56,9 @@ def test_override_python_runs_the_script_with_args_stdin_and_data_defaults(root,
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
     assert seen["argv"] == ["--flag", "x y"] and seen["stdin"] == "payload"
-    # the index is the project's own, inside the data folder (vault_index.config.default_db_path)
-    assert seen["env"] == {"VAULT_INDEX_DB": None, "VAULT_INDEX_HOME": str(data), "VAULT_PROJECT": str(project),
-                           "VAULT_MEMORY_FILE": str(data / "memory.jsonl"), "CLAUDE_PLUGIN_ROOT": str(root)}
+    # the index and graph are the person's own, shared with the terminal (ADR 0020): not set here
+    assert seen["env"] == {"VAULT_INDEX_DB": None, "VAULT_INDEX_HOME": None, "VAULT_PROJECT": str(project),
+                           "VAULT_MEMORY_FILE": None, "CLAUDE_PLUGIN_ROOT": str(root)}
     assert not (data / "venv").exists()  # the override installs nothing
 
 

@@ -93,7 +93,7 @@ def note_target(app, path: str) -> Path:
     from vault_index.engine.sources import resolve_inside
     from vault_index.errors import NotFoundError
 
-    roots = [p for _, p in app.store.sources()]
+    roots = app.roots()  # the sources of this workspace only (ADR 0020)
     if not roots:
         raise NotFoundError("no sources are registered; index a folder first")
     return resolve_inside(path, roots)
