@@ -275,9 +275,8 @@ def test_plugin_wiring_runs_as_declared(tmp_path, transcript):
     with open(tmp_path / "server.log", "w") as errlog:
         seen = anyio.run(drive_server, params, proj, hooks, env, transcript, errlog)
     check_session(seen, proj)
-    from vault_index.config import PROJECTS_FOLDER, project_slug
-
-    # the project's own index, inside the plugin's data folder (docs/adr/0012)
-    index = data / PROJECTS_FOLDER / project_slug(proj) / "vault-index.db"
-    assert (data / "memory.jsonl").is_file() and index.is_file()
+    # the person's one index and graph, shared with the terminal; none in the data folder (ADR 0020)
+    state = tmp_path / "home" / ".mcp-memory"
+    assert (state / "memory.jsonl").is_file() and (state / "vault-index.db").is_file()
+    assert not (data / "memory.jsonl").exists() and not (data / "projects").exists()
     check_hooks(run_all_hooks(hooks, env, proj, transcript), proj)

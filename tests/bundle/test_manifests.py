@@ -115,11 +115,11 @@ def test_component_paths_exist():
     assert "hooks" not in plugin and HOOKS.is_file()
 
 
-def test_server_runs_through_plugin_run_with_data_in_plugin_data():
+def test_server_runs_through_plugin_run_with_the_persons_own_graph():
     server = _load(PLUGIN)["mcpServers"]["vault-index"]
     assert server["command"] == "python3"
     assert server["args"][:2] == ["${CLAUDE_PLUGIN_ROOT}/scripts/plugin_run.py", "serve"]
-    assert "${CLAUDE_PLUGIN_DATA}/memory.jsonl" in server["args"]
+    assert not any("CLAUDE_PLUGIN_DATA" in a for a in server["args"])  # graph and index shared (ADR 0020)
     assert (REPO / "scripts" / "plugin_run.py").is_file()
 
 

@@ -96,6 +96,7 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**{k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "CLAUDE_"))},
              "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data"),
+             "HOME": str(tmp_path / "home"),
              "VAULT_INDEX_PYTHON": sys.executable, "VAULT_EMBED_MODEL": "none", "VAULT_RERANK": "0"})
     try:
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
@@ -107,7 +108,9 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
     names = {t["name"] for t in replies[1]["result"]["tools"]}
     assert {"search_notes", "recall"} <= names
     assert replies[2]["id"] == 3 and "result" in replies[2], replies[2]
-    assert (tmp_path / "data" / "vault-index.db").exists()  # the index lives in the plugin's data folder
+    # the person's own index, which the terminal shares (ADR 0020); nothing of it in the data folder
+    assert (tmp_path / "home" / ".mcp-memory" / "vault-index.db").exists()
+    assert not (tmp_path / "data" / "vault-index.db").exists()
 
 
 class CountingInstaller:
