@@ -63,6 +63,6 @@ def test_each_way_of_naming_the_index_gives_configs_path(clean, monkeypatch):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         assert Path(locations.default_db_path()) == config.default_db_path()
-        if expected is None:
-            expected = clean / "home" / "projects" / reference_slug(project) / "vault-index.db"
+        if expected is None:  # ADR 0020: a named project shares the one index
+            expected = clean / "home" / "vault-index.db"
         assert config.default_db_path() == expected, env

@@ -27,16 +27,14 @@ def _answers(app) -> dict:
 
 def _to_old_schema(store) -> None:
     """The index as the last release before ADR 0019 left it (SQLite version 4, PostgreSQL 1)."""
-    if store.kind == "sqlite":
-        with store.transaction() as db:
-            for table in NEW_TABLES:
-                db.execute(f"DROP TABLE {table}")
+    with store.transaction() as db:
+        for table in NEW_TABLES:
+            db.execute(f"DROP TABLE {table}")
+        db.execute("ALTER TABLE sources DROP COLUMN scope")  # ADR 0020's column came later still
+        if store.kind == "sqlite":
             db.execute("PRAGMA user_version = 4")
-    else:
-        with store.transaction() as db:
-            for table in NEW_TABLES:
-                db.execute(f"DROP TABLE {table}")
-            db.execute("DELETE FROM schema_migrations WHERE number = 2")
+        else:
+            db.execute("DELETE FROM schema_migrations WHERE number >= 2")
 
 
 def test_an_old_index_migrates_answers_the_same_and_embeds_nothing(tmp_path, vault, open_app, backend, index_url):
@@ -50,9 +48,9 @@ def test_an_old_index_migrates_answers_the_same_and_embeds_nothing(tmp_path, vau
     try:
         upgraded = open_app(fake)  # the open migrates
         if backend == "sqlite":
-            assert upgraded.store.db.execute("PRAGMA user_version").fetchone()[0] == 5
+            assert upgraded.store.db.execute("PRAGMA user_version").fetchone()[0] == 6
         else:
-            assert upgraded.store.schema_version() == 2
+            assert upgraded.store.schema_version() == 3
         assert upgraded.store.counts() == counts
         assert [root for _, _, root in upgraded.store.checkouts()] == [str(vault)]
         assert _answers(upgraded) == before

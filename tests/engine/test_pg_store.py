@@ -48,7 +48,7 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
     try:
         assert errors == [] and len(stores) == 4
         rows = stores[0].db.execute("SELECT number, name FROM schema_migrations").fetchall()
-        assert rows == [(1, "m001_initial"), (2, "m002_checkouts")]
+        assert rows == [(1, "m001_initial"), (2, "m002_checkouts"), (3, "m003_source_scopes")]
     finally:
         for store in stores:
             store.close()

@@ -118,7 +118,7 @@ def test_index_paths_over_mcp_reports_bad_notes_and_a_crash_names_tool_input_and
     listed = seen["index"].structured_content["problems"]
     assert sum(str(bad_vault / n) in " ".join(listed) for n in BAD_NOTES) == len(BAD_NOTES)
 
-    def crash(*_args):
+    def crash(*_args, **_kwargs):
         raise RuntimeError("disk said no")
 
     monkeypatch.setattr(app, "search", crash)

@@ -107,13 +107,29 @@ def test_adr_create_writes_links_and_reindexes(project, tmp_path, open_app):
     assert {h.path for h in app.search("wombat", mode="keyword").hits} == {str(path), str(second)}
 
 
-def test_a_write_outside_every_source_is_written_but_not_indexed(project, tmp_path, open_app):
+def test_a_write_outside_every_source_is_written_but_not_indexed(project, tmp_path, open_app, monkeypatch):
+    content = tmp_path / "elsewhere"
+    content.mkdir()
+    monkeypatch.setenv("VAULT_CONTENT_DIR", str(content))
     app = open_app(None)
     server = build_server(app, memory_file=tmp_path / "memory.jsonl")
     seen = anyio.run(_calls, server, [("add", "lesson_add", {"lesson": "L", "cause": "c", "detect": "d"})])
     out = seen["add"].structured_content
     assert out["id"] == "L-0001" and out["reindexed"] is False and out["notices"] == []
-    assert (project / "docs" / "lessons.md").exists() and app.sources() == []
+    assert (content / "docs" / "lessons.md").exists()
+    assert [s["path"] for s in app.sources()] == [str(project / "docs")]  # only the project's own docs
+
+
+def test_a_lesson_in_the_projects_docs_is_searchable_without_indexing_by_hand(project, tmp_path, open_app):
+    """ADR 0020: the project's docs/ joins its workspace on the first tool call."""
+    app = open_app(None)
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [
+        ("add", "lesson_add", {"lesson": "Grease the quagga hinge", "cause": "c", "detect": "d"}),
+        ("find", "search_notes", {"query": "quagga hinge", "mode": "keyword"})])
+    assert seen["add"].structured_content["reindexed"] is True
+    hits = seen["find"].structured_content["hits"]
+    assert [h["path"] for h in hits] == [str(project / "docs" / "lessons.md")]
 
 
 def test_write_tools_refuse_text_that_would_forge_lines_and_write_nothing(project, tmp_path, open_app):

@@ -226,6 +226,12 @@ class LocalPaths:
         shown = self.roots().shown_of
         return {shown.get(p, p): scope for p, scope in self.inner.source_scopes().items()}
 
+    def set_source_scope(self, path: str, scope: str) -> None:
+        try:
+            self.inner.set_source_scope(self.roots().stored(path), scope)
+        finally:
+            self._changed()
+
     def add_source(self, path: str, name: str | None = None, checkout: bool = False, scope: str = "") -> int:
         try:
             return self.inner.add_source(path, name, checkout, scope)

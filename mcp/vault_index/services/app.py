@@ -56,6 +56,10 @@ class App:
             workspace = workspaces.find({s for s in store.source_scopes().values() if s}, start)
         return cls(settings, store, models, Searcher(store, models, settings.vector_backend), workspace)
 
+    def serve_from(self, start: str | Path) -> None:
+        """Work in the workspace found from `start` (a server told which vault it serves)."""
+        self.workspace = workspaces.find({s for s in self.store.source_scopes().values() if s}, start)
+
     def reopen(self, models: Models | None = None) -> App:
         """Another App on its own connection, in the same workspace (indexing threads, listeners)."""
         return App.open(self.settings, models=models or self.models, workspace=self.workspace)

@@ -159,6 +159,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         from vault_index.surfaces.callers import stdio_caller_factory
 
         caller_factory = stdio_caller_factory()
+    if vault_root:  # the server serves that vault (or project): its workspace decides what is seen
+        app.serve_from(Path(vault_root).expanduser().resolve())
     home = app.workspace.root if app.workspace.kind == "vault" else content_dir()
     vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else home)
     indexer: list[App] = []  # opened on first use, sharing the loaded models
