@@ -13,6 +13,7 @@ import functools
 import os
 from pathlib import Path
 
+from vault_index.errors import UsageError
 from vault_index.services import write
 from vault_index.services.write import Caller
 
@@ -20,8 +21,18 @@ MAX_AGENT_CHARS = 80
 
 
 def local_role(vault, flag: str | None = None) -> str | None:
-    """The role of the person at this machine (see the module docstring for the order)."""
-    chosen = flag or os.environ.get("VAULT_ROLE") or vault.local_role
+    """The role of the person at this machine (see the module docstring for the order).
+
+    Trigger: `--role editr` (or VAULT_ROLE=editr) became the deny-all guest. Why: every answer
+    was then "no such note" (exit 3), which hid the typo. Outcome: a role the vault does not
+    define is a UsageError naming the roles it does (the config's own local_role is checked on load).
+    """
+    env_role = os.environ.get("VAULT_ROLE")
+    chosen = flag or env_role or vault.local_role
+    if chosen and (flag or env_role):
+        problem = vault.role_problem(str(chosen))
+        if problem:
+            raise UsageError(f"{'--role' if flag else 'VAULT_ROLE'}: {problem}")
     return str(chosen) if chosen else None
 
 

@@ -183,9 +183,9 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         """(vault, caller, scope) for this request; a broken config is a tool error that says where."""
         try:
             vault = vaults.get()
+            caller = caller_factory(vault, ctx)  # a role the vault lacks (VAULT_ROLE=editr) is refused here
         except VaultIndexError as exc:
             raise ToolError(str(exc)) from exc
-        caller = caller_factory(vault, ctx)
         return vault, caller, scope_for(vault, vault.grants(caller.role))
 
     def need_read(scope: Scope, caller) -> None:
