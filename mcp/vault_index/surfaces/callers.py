@@ -46,6 +46,22 @@ def cli_caller(vault, role_flag: str | None = None) -> Caller:
     return Caller(identity=local_identity(str(Path(vault.root))), role=local_role(vault, role_flag), agent="cli")
 
 
+def local_read_scope(app, role_flag: str | None = None):
+    """(caller, scope) of the local person over the vault the stdio server serves from here.
+
+    Trigger: the CLI's `search` ignored VAULT_ROLE while the MCP server filtered by it (a reader
+    saw drafts at the terminal). Why: the terminal in a folder must see what the agent there sees.
+    Outcome: the CLI takes its role and vault the way the stdio server does (content_root(), the
+    server's default vault) and filters with the same access.granted_filters.
+    """
+    from vault_index.config import content_root
+    from vault_index.services.access import scope_for
+
+    vault = app.vault(content_root())
+    caller = cli_caller(vault, role_flag)
+    return caller, scope_for(vault, vault.grants(caller.role))
+
+
 def client_name(ctx) -> str:
     """The MCP client's own name from the initialize request; "mcp" where the SDK has none."""
     try:

@@ -37,7 +37,15 @@ from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons, linkgraph
 from vault_index.services import graph as graph_service
 from vault_index.services import recall as recall_service
-from vault_index.services.access import Scope, graph_source, is_indexed, note_target, scope_for, visible_entities
+from vault_index.services.access import (
+    Scope,
+    granted_filters,
+    graph_source,
+    is_indexed,
+    note_target,
+    scope_for,
+    visible_entities,
+)
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.surfaces import tool_errors
@@ -542,14 +550,6 @@ def require_written(outcome) -> None:
     starts with its status (`denied: ...`, `locked: ...`) and says what to do."""
     if not outcome.ok:
         raise ToolError(f"{outcome.status}: {outcome.message}")
-
-
-def granted_filters(filters: Filters, scope: Scope) -> Filters:
-    """The caller's read grants pushed into the search pipeline, so they apply before the limit."""
-    prefixes = scope.read_prefixes()
-    if prefixes is None:
-        return filters
-    return replace(filters, granted_prefixes=prefixes, path_allowed=scope.can_read)
 
 
 def refuse_unwritable(scope: Scope, caller, paths: list[str]) -> None:
