@@ -49,6 +49,7 @@ from vault_index.services.access import (
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.surfaces import tool_errors
+from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.prompts import register_prompts
 from vault_index.surfaces.resources import register_resources
 from vault_index.surfaces.shapes import (
@@ -232,7 +233,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         result = call(partial(app.search, source=source) if source else app.search, query, mode, limit, filters)
         decays = hit_decays(vault, [h.path for h in result.hits])
         return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
-                         reranked=result.reranked, notices=list(result.notices),
+                         reranked=result.reranked, notices=once_per_machine(result.notices, app.settings.model_cache,
+                                                                            "mcp"),
                          hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k != "decay"},
                                       decay=decays.get(h.path)) for h in result.hits])
 
@@ -356,6 +358,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         decays = hit_decays(vault, [hit["path"] for hit in hits])
         for hit in hits:
             hit["decay"] = decays.get(hit["path"])
+        found["notices"] = once_per_machine(found["notices"], app.settings.model_cache, "mcp")
         return RecallOut(**found)
 
     # --- lessons and decision records ------------------------------------------------------------
