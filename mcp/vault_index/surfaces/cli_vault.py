@@ -57,6 +57,11 @@ def _finish(args, out: dict) -> int:
     return OUTCOME_EXIT.get(out["status"], 1)
 
 
+def _note(args, message: str) -> None:
+    if not getattr(args, "silent", False):
+        print(message, file=sys.stderr, flush=True)
+
+
 def _read_text(value: str | None, file: str | None) -> str | None:
     if file is not None:
         try:
@@ -211,6 +216,10 @@ def cmd_lint(app, args) -> int:
     out = _review(app, args, True, fail_on)
     if args.json or out["status"] == "denied":
         return _finish(args, out)
+    if not out["data"]["curated"]:
+        from vault_index.services.curation import PLAIN_NOTICE
+
+        _note(args, f"note: {PLAIN_NOTICE}")  # up front: why findings differ from a vault's
     issues = out["data"]["issues"]
     for issue in issues:  # path:line: the form editors and CI logs turn into a jump to the line
         print(f"{issue['path']}:{issue['line']}: {issue['severity']} {issue['check']}: {issue['message']}")
