@@ -106,3 +106,20 @@ def test_a_grant_of_a_collection_the_list_lacks_is_a_config_error(env, vault):
     config.write_text(original)
     assert json.loads(run(env, "read", "research/how-this-vault-works.md", "--vault", str(vault),
                           "--json").stdout)["status"] == "ok"
+
+
+def test_the_terminal_scripts_refuse_a_vault_role_typo_too(env, tmp_path):
+    """scripts/learn.py (what /learn's terminal twin runs) takes its role through Caller.local."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script_env = {**env, "CLAUDE_PROJECT_DIR": str(project), "VAULT_ROLE": "ownr"}
+    args = [sys.executable, str(REPO / "scripts" / "learn.py"), "add", "--lesson", "Run the tests first",
+            "--cause", "a red build", "--detect", "CI"]
+    refused = subprocess.run(args, env=script_env, cwd=project, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert refused.returncode == 2, refused.stderr
+    assert "VAULT_ROLE: no role 'ownr'" in refused.stderr and "owner" in refused.stderr
+    assert not (project / "docs" / "lessons.md").exists()
+    done = subprocess.run(args, env={**script_env, "VAULT_ROLE": "owner"}, cwd=project, capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    assert "Run the tests first" in (project / "docs" / "lessons.md").read_text()
