@@ -109,7 +109,9 @@ def new(args: argparse.Namespace) -> None:
     content = hooks.content_dir(project)  # the project, or the personal folder in a vault-index clone
     path = hooks.create_unique(content / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text,
                                content)
-    note = hooks.shown_path(path, content)
+    # Relative to the project only when the note lies in it: in a vault-index clone it lies in the
+    # personal folder, and a relative docs/handoffs/... named a file that does not exist there.
+    note = hooks.shown_path(path, project)
     the_card = card(note, args.topic.strip())
     if args.json:
         print(json.dumps({"path": note, "session_id": session_id or None, "card": the_card}))

@@ -63,7 +63,8 @@ def main() -> None:
     path = hooks.create_unique(content / AUTO_DIR, f"{now:%Y%m%d-%H%M%S}-{session8}", text, content)
     # Claude Code (2.1.x) hands a PreCompact hook's stdout to the summariser as extra instructions
     # and shows it to the person, so it is a plain sentence that carries the path into the summary.
-    print(f"{SNAPSHOT_NOTE} {hooks.shown_path(path, content)}", flush=True)
+    # relative to the project only when inside it (in a vault-index clone: the personal folder's absolute path)
+    print(f"{SNAPSHOT_NOTE} {hooks.shown_path(path, project)}", flush=True)
 
 
 if __name__ == "__main__":

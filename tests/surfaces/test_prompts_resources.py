@@ -22,6 +22,7 @@ from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.scaffold import scaffold
 from vault_index.services.write import Caller
 from vault_index.surfaces import resources as resources_module
+from vault_index.surfaces.prompt_host import runnable_here
 from vault_index.surfaces.prompts import ARGUMENT_NAMES, MAX_ARGUMENT_CHARS
 from vault_index.surfaces.resources import GUIDE_URI, NOTE_TEMPLATE, PAGE_SIZE, note_uri
 from vault_index.surfaces.tools import build_server
@@ -37,10 +38,12 @@ PROMPTS_AND_TEMPLATES_TOKEN_BUDGET = 2000
 
 
 def slash_command_text(name: str, arguments: str) -> str:
-    """What Claude Code sends for `/name arguments`, read from .claude/commands with no package code."""
+    """What Claude Code sends for `/name arguments`, read from .claude/commands, with its script calls
+    as they run where the server runs (the prompt goes to projects that have no scripts/)."""
     text = (COMMANDS_DIR / f"{name}.md").read_text(encoding="utf-8")
     body = re.match(r"\A---\n.*?\n---\n(.*)\Z", text, re.S).group(1)
-    return body.strip().replace("$ARGUMENTS", arguments)
+    # the script calls as they run where this server runs (surfaces/prompt_host.py, tests/surfaces/test_prompt_host.py)
+    return runnable_here(body.strip().replace("$ARGUMENTS", arguments))
 
 
 def _run(server, fn):

@@ -79,6 +79,17 @@ class Scope:
         return tuple(str(self.root / name) if name else str(self.root) for name in sorted(self.read))
 
 
+def granted_filters(filters, scope: Scope):
+    """The caller's read grants pushed into the search pipeline (a services.search.Filters), so they
+    apply before the limit: the MCP tools and the CLI's search and recall call this one function."""
+    from dataclasses import replace
+
+    prefixes = scope.read_prefixes()
+    if prefixes is None:
+        return filters
+    return replace(filters, granted_prefixes=prefixes, path_allowed=scope.can_read)
+
+
 def scope_for(vault, grants) -> Scope:
     """`vault` is a services.vault.Vault, `grants` its Grants for the caller's role."""
     return Scope(Path(os.path.realpath(vault.root)), frozenset(grants.read), frozenset(grants.write))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from vault_index.engine.links import EDGE_KINDS
-from vault_index.errors import UsageError
+from vault_index.errors import NotFoundError, UsageError
 
 DIRECTIONS = ("backlinks", "links", "neighbors", "related")
 MAX_RESULTS = 100
@@ -48,6 +48,10 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
     if note is None and (direction != "related" or not query):
         raise UsageError("name a note (path); `related` also takes a query instead")
     store = app.store
+    if note is not None and store.file_record(note) is None:
+        # Trigger: a typo or a note never indexed. Why: an empty list and exit 0 read as "no
+        # links". Outcome: the not-found error (CLI exit 3, an MCP tool error) that names the path.
+        raise NotFoundError(f"{path} is not a note in the index (check the path; a new note: `vault-index index`)")
     if direction == "backlinks":
         rows = store.links("backlinks", note, kinds=kinds)
         results = [r for r in rows if can_read(Path(r["path"]))]

@@ -92,6 +92,30 @@ class Vault:
             return GUEST
         return Grants(frozenset(spec.get("read", [])), frozenset(spec.get("write", [])), bool(spec.get("promote")))
 
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        """The roles a caller may name here: the config's, or the built-in `owner` without a config file."""
+        return tuple(self.config["roles"]) if self.config_path is not None else (OWNER,)
+
+    def role_problem(self, role: str) -> str | None:
+        """Why `role` names no role of this vault (a typo such as `editr`), else None."""
+        if role in self.role_names:
+            return None
+        where = f"{STATE_DIR}/{CONFIG_NAME}" if self.config_path is not None else "a vault without a config file"
+        return (f"no role {role!r} in {where}; the roles are: {', '.join(self.role_names) or 'none'}"
+                if self.role_names else f"no role {role!r}: {where} defines no roles")
+
+    def suggested_role(self) -> str | None:
+        """A role to show in a hint: the local person's, else one that reads and writes everything, else the first."""
+        names = self.role_names
+        if self.local_role in names:
+            return self.local_role
+        for name in names:
+            spec = self.config["roles"].get(name) or {}
+            if WILDCARD in spec.get("read", []) and WILDCARD in spec.get("write", []):
+                return name
+        return names[0] if names else None
+
     # --- paths ---------------------------------------------------------------------------------
 
     def collection_of(self, path: str | Path) -> str:
@@ -234,6 +258,7 @@ def config_problems(data: dict) -> list[str]:
 
             errors = list(js.Draft202012Validator(extension_schema(spec)).iter_errors(spec["default"]))
             problems += [f"{where}.default: {e.message}" for e in errors]
+    problems += _collection_problems(data)
     local = data.get("local_role")
     if local and local not in data.get("roles", {}):
         problems.append(f"local_role: {local!r} is not one of the roles ({', '.join(data.get('roles', {})) or 'none'})")
@@ -241,6 +266,31 @@ def config_problems(data: dict) -> list[str]:
         for index, hook in enumerate(data.get("hooks", {}).get(phase, [])):
             if problem := hook_path_problem(hook["path"]):
                 problems.append(f"hooks.{phase}[{index}].path: {problem}")
+    return problems
+
+
+def _collection_problems(data: dict) -> list[str]:
+    """A role granting a collection the `collections` list lacks: a typo on one side or the other.
+
+    Trigger: `read: [reserch]` (or `collections: [decisons]`) granted nothing, silently. Why: the
+    grant looked right and the reader saw nothing. Outcome: with a `collections` list, each name
+    a role grants must be in it ("*" aside), reported with the key path and the closest name.
+    """
+    import difflib
+
+    declared = list(data.get("collections") or [])
+    if not declared:
+        return []
+    problems = []
+    for role, spec in (data.get("roles") or {}).items():
+        for action in ("read", "write"):
+            for index, name in enumerate((spec or {}).get(action, [])):
+                if name == WILDCARD or name in declared:
+                    continue
+                close = difflib.get_close_matches(name, declared, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                problems.append(f"roles.{role}.{action}[{index}]: {name!r} is not one of the collections "
+                                f"({', '.join(declared)}){hint}")
     return problems
 
 

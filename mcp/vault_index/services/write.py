@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from vault_index.engine import fileio
-from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
+from vault_index.errors import UnsafePathError, UsageError, VaultIndexError, WriteBusyError
 from vault_index.services import provenance
 from vault_index.services.vault import Vault, not_visible
 
@@ -45,8 +45,14 @@ class Caller:
 
     @classmethod
     def local(cls, vault: Vault, role: str | None = None, agent: str | None = "cli") -> Caller:
-        """The person at this machine: git's user.name/email, else $USER; role from VAULT_ROLE or the vault."""
-        return cls(local_identity(vault.root), role or os.environ.get("VAULT_ROLE") or vault.local_role, agent)
+        """The person at this machine: git's user.name/email, else $USER; role from VAULT_ROLE or the vault.
+
+        A role given (or in VAULT_ROLE) that the vault does not define is a UsageError naming its
+        roles, as in surfaces/callers.local_role: a typo must not quietly become the deny-all guest."""
+        given = role or os.environ.get("VAULT_ROLE")
+        if given and (problem := vault.role_problem(given)):
+            raise UsageError(f"{'VAULT_ROLE' if not role else 'role'}: {problem}")
+        return cls(local_identity(vault.root), given or vault.local_role, agent)
 
 
 @dataclass(frozen=True)

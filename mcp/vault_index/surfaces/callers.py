@@ -13,6 +13,7 @@ import functools
 import os
 from pathlib import Path
 
+from vault_index.errors import UsageError
 from vault_index.services import write
 from vault_index.services.write import Caller
 
@@ -20,8 +21,18 @@ MAX_AGENT_CHARS = 80
 
 
 def local_role(vault, flag: str | None = None) -> str | None:
-    """The role of the person at this machine (see the module docstring for the order)."""
-    chosen = flag or os.environ.get("VAULT_ROLE") or vault.local_role
+    """The role of the person at this machine (see the module docstring for the order).
+
+    Trigger: `--role editr` (or VAULT_ROLE=editr) became the deny-all guest. Why: every answer
+    was then "no such note" (exit 3), which hid the typo. Outcome: a role the vault does not
+    define is a UsageError naming the roles it does (the config's own local_role is checked on load).
+    """
+    env_role = os.environ.get("VAULT_ROLE")
+    chosen = flag or env_role or vault.local_role
+    if chosen and (flag or env_role):
+        problem = vault.role_problem(str(chosen))
+        if problem:
+            raise UsageError(f"{'--role' if flag else 'VAULT_ROLE'}: {problem}")
     return str(chosen) if chosen else None
 
 
@@ -33,6 +44,23 @@ def local_identity(root: str) -> str:
 
 def cli_caller(vault, role_flag: str | None = None) -> Caller:
     return Caller(identity=local_identity(str(Path(vault.root))), role=local_role(vault, role_flag), agent="cli")
+
+
+def local_read_scope(app, role_flag: str | None = None):
+    """(caller, scope) of the local person over the vault the stdio server serves from here.
+
+    Trigger: the CLI's `search` ignored VAULT_ROLE while the MCP server filtered by it (a reader
+    saw drafts at the terminal). Why: the terminal in a folder must see what the agent there sees.
+    Outcome: the CLI takes its role and vault the way the stdio server does (content_root(), the
+    server's default vault) and filters with the same access.granted_filters.
+    """
+    from vault_index.config import content_root
+    from vault_index.services.access import scope_for
+
+    root = app.workspace.root if app.workspace.kind == "vault" else content_root()  # as build_server
+    vault = app.vault(root)
+    caller = cli_caller(vault, role_flag)
+    return caller, scope_for(vault, vault.grants(caller.role))
 
 
 def client_name(ctx) -> str:

@@ -163,7 +163,7 @@ def cmd_search(app, args) -> int:
     from vault_index.surfaces.notices import print_notices
 
     _adopt(app, args)
-    filters = Filters(args.path, tuple(args.tag or ()), args.status, args.collection)
+    filters = role_filters(app, Filters(args.path, tuple(args.tag or ()), args.status, args.collection))
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
     batch = args.query == "-"
     for query in queries:
@@ -186,6 +186,21 @@ def cmd_search(app, args) -> int:
             if args.explain:
                 print(f"    explain: {_json(hit.explain)}")
     return 0
+
+
+def role_filters(app, filters):
+    """`filters` with the local person's read grants, as the stdio server applies them (VAULT_ROLE,
+    else the config's local_role); a role that reads nothing is refused as the server refuses it."""
+    from vault_index.services.access import granted_filters
+    from vault_index.surfaces.callers import local_read_scope
+    from vault_index.surfaces.shapes import denied_text
+
+    caller, scope = local_read_scope(app)
+    if not scope.reads_any:
+        from vault_index.errors import NotFoundError
+
+        raise NotFoundError(denied_text(caller, "read"))
+    return granted_filters(filters, scope)
 
 
 def cmd_get(app, args) -> int:

@@ -90,10 +90,17 @@ def cmd_graph_show(app, args) -> int:
 
 
 def cmd_recall(app, args) -> int:
+    from vault_index.services.access import visible_entities
     from vault_index.services.recall import recall
+    from vault_index.services.search import Filters
+    from vault_index.surfaces.callers import local_read_scope
+    from vault_index.surfaces.cli import role_filters
 
     app.adopt_workspace()  # the project's own notes, as the agent there sees them (ADR 0020)
-    found = recall(app, args.memory_file, args.query, args.n)
+    # the local person's read grants, as the MCP recall tool applies them
+    scope = local_read_scope(app)[1]
+    found = recall(app, args.memory_file, args.query, args.n, filters=role_filters(app, Filters()),
+                   graph_filter=lambda entities: visible_entities(entities, scope))
     if args.json:
         print(_json(found))
         return 0

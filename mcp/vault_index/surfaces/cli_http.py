@@ -69,7 +69,7 @@ def cmd_serve_http(args) -> int:
         raise UsageError("--role is for stdio: over HTTP each request's role is its token's "
                          "(`vault-index token new --role NAME`)")
     config = http_config(args)
-    check_startup(config, TokenStore(config.credentials))
+    check_startup(config, TokenStore(config.credentials), role_hint=hint_role(getattr(args, "vault", None)))
     print(f"vault-index: serving {config.base_url}/mcp (era {config.era}); Ctrl-C stops", file=sys.stderr, flush=True)
     serve_http(config, memory_file=args.memory_file, vault_root=getattr(args, "vault", None),
                watch=getattr(args, "watch", False))
@@ -89,8 +89,8 @@ def _store():
 def cmd_token(app, args) -> int:
     store = _store()
     if args.token_command == "new":
+        _check_role(args)
         token, record = store.new(args.role, args.label or "")
-        _known_role_note(args, record.role)
         return _show(args, token, record)
     if args.token_command == "rotate":
         token, record = store.rotate(args.id)
@@ -107,7 +107,7 @@ def cmd_token(app, args) -> int:
         for row in rows:
             print(f"{row['id']}  {row['role']:<12} {row['created']}  {row['label']}")
         if not rows:
-            print("no tokens; `vault-index token new --role owner` makes one", file=sys.stderr)
+            print(f"no tokens; `vault-index token new --role {hint_role(None)}` makes one", file=sys.stderr)
     return 0
 
 
@@ -120,18 +120,31 @@ def _show(args, token: str, record) -> int:
     return 0
 
 
-def _known_role_note(args, role: str) -> None:
-    """A role the vault config does not define works as the deny-all guest: say so, do not refuse."""
-    try:
-        from vault_index.config import project_dir
-        from vault_index.services.vault import Vault
+def _vault(folder: str | None):
+    from vault_index.config import project_dir
+    from vault_index.services.vault import Vault
 
-        vault = Vault.open(Path(args.vault) if getattr(args, "vault", None) else project_dir())
-        if vault.config_path is not None and role not in vault.config["roles"]:
-            print(f"note: the vault config has no role {role!r}; this token can do nothing until it does",
-                  file=sys.stderr)
-    except Exception:  # noqa: BLE001 - a note only; the token is made either way
-        pass
+    return Vault.open(Path(folder) if folder else project_dir())
+
+
+def _check_role(args) -> None:
+    """Trigger: `token new --role editr` made a token that could do nothing. Why: the typo showed
+    only later, as "no such note" on every request. Outcome: a role the vault (--vault, else the
+    project folder) does not define is refused, naming the roles it does."""
+    role = (args.role or "").strip()
+    if not role:
+        return  # the token store says a role is needed
+    problem = _vault(getattr(args, "vault", None)).role_problem(role)
+    if problem:
+        raise UsageError(f"--role: {problem}")
+
+
+def hint_role(folder: str | None) -> str:
+    """The role a "make a token" hint names: one the vault has (ROLE when it can't be read or has none)."""
+    try:
+        return _vault(folder).suggested_role() or "ROLE"
+    except Exception:  # noqa: BLE001 - a hint only; a broken config is reported where it is used
+        return "ROLE"
 
 
 def add_parsers(sub, common) -> None:

@@ -48,11 +48,18 @@ def _finish(args, out: dict) -> int:
     else:
         stream = sys.stdout if out["status"] in ("ok", "written", "unchanged") else sys.stderr
         print(f"{out['status']}: {out['message']}", file=stream)
+        if out["status"] in ("written", "unchanged") and out.get("version"):
+            print(f"version {out['version']}", file=stream)  # what --base-version of the next step takes
         for item in (out.get("data") or {}).get("problems") or []:
             print(f"  {item.get('field', '')}: {item.get('message', '')}", file=sys.stderr)
         for notice in (out.get("data") or {}).get("notices") or []:
             print(f"  note: {notice}", file=sys.stderr)
     return OUTCOME_EXIT.get(out["status"], 1)
+
+
+def _note(args, message: str) -> None:
+    if not getattr(args, "silent", False):
+        print(message, file=sys.stderr, flush=True)
 
 
 def _read_text(value: str | None, file: str | None) -> str | None:
@@ -137,7 +144,21 @@ def _write(app, args, op: str, **fields) -> int:
     vault, caller = _open(app, args)
     request = WriteRequest(op=op, path=args.path, base_version=getattr(args, "base_version", None),
                            request_id=getattr(args, "request_id", None), **fields)
-    return _finish(args, outcome_out(app.writer(vault).write(caller, request)).model_dump())
+    out = outcome_out(app.writer(vault).write(caller, request)).model_dump()
+    _list_hints(out, getattr(args, "set", None))
+    return _finish(args, out)
+
+
+def _list_hints(out: dict, set_items: list[str] | None) -> None:
+    """Trigger: `--set sources=guide` for a list field. Why: the schema's "'guide' is not of type
+    'array'" did not say how to give a list on the command line. Outcome: that problem names the
+    JSON form with the value given, `--set 'sources=["guide"]'`."""
+    given = {key.strip(): value for key, sep, value in (item.partition("=") for item in set_items or []) if sep}
+    for problem in (out.get("data") or {}).get("problems") or []:
+        field = problem.get("field")
+        if field in given and "'array'" in str(problem.get("message", "")):
+            example = json.dumps([given[field]] if given[field].strip() else [], ensure_ascii=False)
+            problem["message"] += f"; {field} is a list: write it as JSON, --set '{field}={example}'"
 
 
 def cmd_write(app, args) -> int:
@@ -195,6 +216,10 @@ def cmd_lint(app, args) -> int:
     out = _review(app, args, True, fail_on)
     if args.json or out["status"] == "denied":
         return _finish(args, out)
+    if not out["data"]["curated"]:
+        from vault_index.services.curation import PLAIN_NOTICE
+
+        _note(args, f"note: {PLAIN_NOTICE}")  # up front: why findings differ from a vault's
     issues = out["data"]["issues"]
     for issue in issues:  # path:line: the form editors and CI logs turn into a jump to the line
         print(f"{issue['path']}:{issue['line']}: {issue['severity']} {issue['check']}: {issue['message']}")
@@ -242,7 +267,14 @@ def cmd_init(app, args) -> int:
 
     result = scaffold(Path(args.dir))
     if not args.no_index:
-        report = app.index([result["root"]])
+        # The same progress as `index` (stderr): a run waiting for another index's embedding says so.
+        from vault_index.surfaces.cli import Progress
+
+        progress = Progress(not args.silent)
+        try:
+            report = app.index([result["root"]], progress)
+        finally:
+            progress.close()
         result["indexed"] = report.indexed
     if args.json:
         print(_json(result))
@@ -272,7 +304,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("path")
     p.add_argument("--body", help="the body text")
     p.add_argument("--file", help="read the body (or a whole note with frontmatter) from a file; '-' is stdin")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="a frontmatter field (repeatable)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a frontmatter field (repeatable); a list as JSON: --set 'tags=[\"a\", \"b\"]'")
     p.add_argument("--frontmatter", metavar="JSON", help="frontmatter fields as a JSON object")
     p.add_argument("--reason", help="why, for the commit message")
     p.set_defaults(run=cmd_write)

@@ -59,11 +59,13 @@ class HttpConfig:
         return f"{scheme}://{host}:{self.port}"
 
 
-def check_startup(config: HttpConfig, store: TokenStore) -> None:
-    """Refuse to start where a vault would reach a network unprotected (a UsageError says what to do)."""
+def check_startup(config: HttpConfig, store: TokenStore, role_hint: str = "ROLE") -> None:
+    """Refuse to start where a vault would reach a network unprotected (a UsageError says what to do).
+
+    `role_hint`: a role of the served vault for the "make a token" hint (cli_http.hint_role)."""
     if not store.records():
         raise UsageError("no token yet: the HTTP server never starts unauthenticated. Create one with "
-                         "`vault-index token new --role owner` (printed once) and start again")
+                         f"`vault-index token new --role {role_hint}` (printed once) and start again")
     if not is_loopback(config.host) and not config.tls_cert and not config.behind_tls_proxy:
         raise UsageError(f"{config.host} is not a loopback address and there is no TLS: give --tls-cert and "
                          "--tls-key, or --behind-tls-proxy when a proxy (Caddy, a tunnel) terminates TLS")
@@ -142,6 +144,11 @@ def http_caller_factory(vault, ctx):
     # Why: role None means the built-in owner in a vault without a config file.
     # Outcome: a role name no config can define, so the caller is the deny-all guest everywhere.
     role = claims.get("role") or NO_ROLE
+    if role != NO_ROLE and vault.role_problem(role):
+        # A token made for a role the config no longer has: say so (without listing the roles)
+        # instead of the deny-all guest's "no such note" on every request.
+        raise UsageError(f"this token's role {role!r} is not a role of the vault's config (renamed or removed); "
+                         "its owner can make a new token with `vault-index token new --role NAME`")
     who = f"remote {token.client_id}" if token is not None else "remote (no token)"
     return Caller(identity=f"{who} <{claims.get('token_id', 'none')}@vault-index>", role=role,
                   agent=client_name(ctx))
@@ -195,6 +202,30 @@ def consent_routes(oauth: OwnerOAuth):
 
 # --- assembling the app ---------------------------------------------------------------------------
 
+METADATA_PATH = "/.well-known/oauth-authorization-server"
+PUBLIC_CLIENT_METHOD = "none"  # RFC 7591: a public client (PKCE, no secret), as claude.ai and Claude Code register
+
+
+def with_public_clients(routes: list, issuer, registration, revocation) -> list:
+    """The SDK's OAuth routes, with RFC 8414 metadata that also lists `none` as a client auth method.
+
+    Trigger: the SDK's metadata says only client_secret_post/basic. Why: its token endpoint accepts
+    public clients (we register them, with PKCE), and a client that trusts the metadata would think
+    it must hold a secret. Outcome: the same metadata with `none` added for the token endpoint. Not
+    for revocation: the SDK's revocation request requires a client_secret field.
+    """
+    from mcp.server.auth.handlers.metadata import MetadataHandler
+    from mcp.server.auth.routes import build_metadata, cors_middleware
+    from starlette.routing import Route
+
+    metadata = build_metadata(issuer, None, registration, revocation)
+    methods = list(metadata.token_endpoint_auth_methods_supported or [])
+    if PUBLIC_CLIENT_METHOD not in methods:
+        metadata.token_endpoint_auth_methods_supported = [*methods, PUBLIC_CLIENT_METHOD]
+    ours = Route(METADATA_PATH, endpoint=cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"]),
+                 methods=["GET", "OPTIONS"])
+    return [ours if getattr(route, "path", None) == METADATA_PATH else route for route in routes]
+
 
 def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, clock=None):
     """The ASGI app: /mcp (both eras, bearer or OAuth), OAuth endpoints, metadata, consent."""
@@ -232,8 +263,10 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
     routes = [Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])]
     routes += create_protected_resource_routes(resource_url=resource, authorization_servers=[issuer])
     if oauth is not None:
-        routes += create_auth_routes(oauth, issuer, client_registration_options=ClientRegistrationOptions(enabled=True),
-                                     revocation_options=RevocationOptions(enabled=True))
+        registration, revocation = ClientRegistrationOptions(enabled=True), RevocationOptions(enabled=True)
+        routes += with_public_clients(create_auth_routes(oauth, issuer, client_registration_options=registration,
+                                                         revocation_options=revocation),
+                                      issuer, registration, revocation)
         routes += consent_routes(oauth)
 
     @contextlib.asynccontextmanager

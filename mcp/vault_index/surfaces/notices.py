@@ -30,6 +30,19 @@ def first_time(cache: Path, notice: str) -> bool:
     return True
 
 
+def once_per_machine(notices, cache: Path, surface: str) -> list[str]:
+    """`notices` without the once-per-machine ones this surface has said on this machine before.
+
+    Trigger: every MCP answer carried "rerank off: ... could not load" (a client such as the MCP
+    Inspector CLI starts a server per call, and a session restarts the server). Why: an optional
+    reranker that is missing does not change between answers; each answer's `reranked: false`
+    and mode "hybrid" keep saying it, and `vault-index status` names it. Outcome: the first answer
+    on this machine says it, later ones do not. `surface` keeps the terminal's and the agent's
+    markers apart, so a terminal search never silences the agent's first answer.
+    """
+    return [n for n in notices if not n.startswith(ONCE_PREFIXES) or first_time(cache, f"{surface}:{n}")]
+
+
 def print_notices(notices, cache: Path, silent: bool) -> None:
     """`note: ...` lines on stderr; none with -s, the once-per-machine ones only the first time."""
     if silent:

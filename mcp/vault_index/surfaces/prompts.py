@@ -6,7 +6,9 @@ so the guidance cannot drift between hosts:
 - the description and the argument come from the file's frontmatter (`argument-hint: <x>` is a
   required argument, `[x]` an optional one);
 - the text is the body after the frontmatter, stripped of surrounding blank lines, with
-  `$ARGUMENTS` replaced by the argument as Claude Code replaces it (the whole string, or empty).
+  `$ARGUMENTS` replaced by the argument as Claude Code replaces it (the whole string, or empty);
+- a script the text names is named as it exists where this server runs (surfaces/prompt_host.py):
+  the project a server serves through `claude mcp add` has no scripts/ of its own.
 The frontmatter's `allowed-tools` is Claude Code's permission list; other hosts have their own.
 """
 
@@ -82,7 +84,9 @@ def render(name: str, arguments: dict[str, str] | None) -> str:
         raise ValueError(f"prompt {name} needs {command.argument!r}: {command.argument_help}")
     if len(value) > MAX_ARGUMENT_CHARS:
         raise ValueError(f"{command.argument!r} is over {MAX_ARGUMENT_CHARS} characters; shorten it")
-    return command.render(value)
+    from vault_index.surfaces.prompt_host import runnable_here
+
+    return runnable_here(command.render(value))
 
 
 def register_prompts(server) -> None:

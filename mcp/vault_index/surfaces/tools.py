@@ -37,10 +37,19 @@ from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services import adr, curation, lessons, linkgraph
 from vault_index.services import graph as graph_service
 from vault_index.services import recall as recall_service
-from vault_index.services.access import Scope, graph_source, is_indexed, note_target, scope_for, visible_entities
+from vault_index.services.access import (
+    Scope,
+    granted_filters,
+    graph_source,
+    is_indexed,
+    note_target,
+    scope_for,
+    visible_entities,
+)
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.surfaces import tool_errors
+from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.prompts import register_prompts
 from vault_index.surfaces.resources import register_resources
 from vault_index.surfaces.shapes import (
@@ -204,9 +213,9 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         adopt()
         try:
             vault = vaults.get()
+            caller = caller_factory(vault, ctx)  # a role the vault lacks (VAULT_ROLE=editr) is refused here
         except VaultIndexError as exc:
             raise ToolError(str(exc)) from exc
-        caller = caller_factory(vault, ctx)
         return vault, caller, scope_for(vault, vault.grants(caller.role))
 
     elsewhere: dict[Path, _Vaults] = {}  # the person's own notes folders, written as plain vaults
@@ -266,7 +275,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         result = call(partial(app.search, source=source, per_note=per_note), query, mode, limit, filters)
         decays = hit_decays(vault, [h.path for h in result.hits])
         return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
-                         reranked=result.reranked, notices=list(result.notices),
+                         reranked=result.reranked, notices=once_per_machine(result.notices, app.settings.model_cache,
+                                                                            "mcp"),
                          hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k != "decay"},
                                       decay=decays.get(h.path)) for h in result.hits])
 
@@ -391,6 +401,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         decays = hit_decays(vault, [hit["path"] for hit in hits])
         for hit in hits:
             hit["decay"] = decays.get(hit["path"])
+        found["notices"] = once_per_machine(found["notices"], app.settings.model_cache, "mcp")
         return RecallOut(**found)
 
     # --- lessons and decision records ------------------------------------------------------------
@@ -585,14 +596,6 @@ def require_written(outcome) -> None:
     starts with its status (`denied: ...`, `locked: ...`) and says what to do."""
     if not outcome.ok:
         raise ToolError(f"{outcome.status}: {outcome.message}")
-
-
-def granted_filters(filters: Filters, scope: Scope) -> Filters:
-    """The caller's read grants pushed into the search pipeline, so they apply before the limit."""
-    prefixes = scope.read_prefixes()
-    if prefixes is None:
-        return filters
-    return replace(filters, granted_prefixes=prefixes, path_allowed=scope.can_read)
 
 
 def refuse_unwritable(scope: Scope, caller, paths: list[str]) -> None:

@@ -1,0 +1,128 @@
+"""Issue 21's smaller CLI behaviours: each test fails on the code before the fix.
+
+- `init` says it waits for another index run's embedding, as `index` does;
+- `links`, `backlinks`, `neighbors` on a path the index does not hold: not-found, exit 3;
+- text-mode `write` prints the version the next step needs;
+- `--set` of a list field that is not valid says to write JSON (or YAML flow) for a list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from helpers import CLI, FakeEmbedder, cli_env, write
+from vault_index.errors import NotFoundError
+
+HOLD_SECONDS = 3.0
+
+
+def test_init_says_it_waits_for_another_runs_embedding(open_app, tmp_path, capsys):
+    from vault_index.surfaces.cli import Progress
+    from vault_index.surfaces.cli_vault import cmd_init
+
+    app = open_app(FakeEmbedder())
+    lock_file = str(app.store.path) + ".embed.lock"
+    # Another process holds the embedding lock, as a running `vault-index index` does.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom filelock import FileLock\nlock = FileLock(sys.argv[1])\n"
+         "lock.acquire()\nprint('held', flush=True)\ntime.sleep(float(sys.argv[2]))\nlock.release()",
+         lock_file, str(HOLD_SECONDS)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        args = argparse.Namespace(dir=str(tmp_path / "v"), no_index=False, json=True, silent=False)
+        assert cmd_init(app, args) == 0
+        waited = time.monotonic() - started
+    finally:
+        holder.wait(timeout=30)
+    out = capsys.readouterr()
+    assert json.loads(out.out)["indexed"] == 3
+    assert waited >= HOLD_SECONDS / 2  # it did wait for the other run
+    assert "is embedding into this index; waiting for it" in out.err  # ... and said so, as `index` does
+    assert out.err.count("waiting for it") == 1
+    # -s keeps it quiet, as for `index`
+    progress = Progress(False)
+    progress("wait", 0, 0)
+    assert "waiting" not in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("small-items")
+    notes = tmp / "notes"
+    write(notes, "home.md", "# Home\n\nSee [[away]].\n")
+    write(notes, "away.md", "# Away\n\nBack to [[home]].\n")
+    env = cli_env(tmp / "index.db", VAULT_GIT_COMMIT="0")
+    env.pop("VAULT_ROLE", None)
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    done = subprocess.run([CLI, "index", str(notes), "-s"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return notes.resolve(), env
+
+
+@pytest.mark.parametrize("command", ["links", "backlinks", "neighbors"])
+def test_link_commands_on_a_missing_note_fail_with_not_found(indexed, command):
+    notes, env = indexed
+    for missing in ("nowhere.md", str(notes / "nowhere.md")):
+        proc = subprocess.run([CLI, command, missing], env=env, cwd=notes, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == NotFoundError.exit_code, (proc.stdout, proc.stderr)
+        assert proc.stdout == ""
+        assert "nowhere.md" in proc.stderr and "not a note in the index" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    found = subprocess.run([CLI, command, "home.md", "--json"], env=env, cwd=notes, capture_output=True, text=True,
+                           timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"]  # a note that is there still answers
+
+
+def _vault(tmp_path, env):
+    root = tmp_path / "v"
+    done = subprocess.run([CLI, "init", str(root), "--no-index"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.fixture
+def env(tmp_path):
+    environment = cli_env(tmp_path / "cli" / "index.db")
+    environment.pop("VAULT_ROLE", None)
+    environment.pop("CLAUDE_PROJECT_DIR", None)
+    return environment
+
+
+def test_text_mode_write_prints_the_version_for_the_next_step(tmp_path, env):
+    root = _vault(tmp_path, env)
+    v = ["--vault", str(root)]
+    made = subprocess.run([CLI, "write", "drafts/kiwi.md", *v, "--body", "# Kiwi\n\nFlightless.\n", "--set",
+                           "title=Kiwi"], env=env, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    read = json.loads(subprocess.run([CLI, "read", "drafts/kiwi.md", *v, "--json"], env=env, capture_output=True,
+                                     text=True, timeout=60).stdout)
+    assert f"version {read['version']}" in made.stdout
+    # the printed version is what --base-version takes: a replace with it is written
+    again = subprocess.run([CLI, "write", "drafts/kiwi.md", *v, "--body", "# Kiwi\n\nStill flightless.\n",
+                            "--set", "title=Kiwi", "--base-version", read["version"]], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "version " in again.stdout and read["version"] not in again.stdout
+
+
+def test_set_of_a_list_field_says_to_write_json(tmp_path, env):
+    root = _vault(tmp_path, env)
+    proc = subprocess.run([CLI, "write", "drafts/kiwi.md", "--vault", str(root), "--body", "x", "--set",
+                           "title=Kiwi", "--set", "sources=field guide"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "sources" in proc.stderr
+    assert '--set \'sources=["field guide"]\'' in proc.stderr  # how to write a list, with the value given
+    assert not (root / "drafts/kiwi.md").exists()
+    listed = subprocess.run([CLI, "write", "drafts/kiwi.md", "--vault", str(root), "--body", "x", "--set",
+                             "title=Kiwi", "--set", 'sources=["field guide"]'], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
