@@ -21,14 +21,20 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from vault_index.engine import fileio
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
 from vault_index.services import provenance
 from vault_index.services.vault import Vault, not_visible
 
+if TYPE_CHECKING:
+    from vault_index.services.edit_ops import EditRequest
+    from vault_index.services.move import MoveRequest
+
+EDITS = ("prepend", "replace_section", "find_replace")  # services/edit_ops.py: they need an existing note
 Op = Literal["create", "replace", "append", "promote", "deprecate"]
 Status = Literal["written", "unchanged", "denied", "not_found", "locked", "stale", "invalid", "refused", "failed"]
 NOTE_SUFFIX = ".md"
@@ -147,6 +153,19 @@ class WriteService:
                               compose=lambda target, old, version, alive: notes.compose(
                                   self, caller, request, target, old, version, alive))
 
+    def edit(self, caller: Caller, request: EditRequest) -> WriteOutcome:
+        """prepend, replace_section or find_replace in one note (services/edit_ops.py composes the text)."""
+        from vault_index.services import edit_ops
+
+        return self._pipeline(caller, request.path, request.op, request.request_id, request.reason or
+                              f"{request.op} via vault-index", action="write", compose=partial(edit_ops.compose,
+                                                                                               self, caller, request))
+
+    def move(self, caller: Caller, request: MoveRequest) -> WriteOutcome:
+        """Rename a note and rewrite the links to it in the same commit (services/move.py)."""
+        from vault_index.services.move import move
+        return move(self, caller, request)
+
     def update_file(self, caller: Caller, path: str, change: Callable[[str | None], str], *, why: str,
                     request_id: str | None = None, collection_check: bool = True, exclusive: bool = False,
                     followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
@@ -232,7 +251,7 @@ class WriteService:
         if refusal:
             return refusal
         started = times.mark("authorize", started)
-        creates = operation not in ("replace", "append", "promote", "deprecate")  # those need the note
+        creates = operation not in ("replace", "append", "promote", "deprecate", *EDITS)  # those need the note
         try:
             folder = fileio.open_folder(self.vault.root, target.parts[:-1], create=creates)
         except FileNotFoundError:
