@@ -247,3 +247,29 @@ def _text_problems(body: str) -> list[dict]:
     if len(body) > MAX_BODY_CHARS:
         problems.append(fm.problem("body", "size", f"the body is over {MAX_BODY_CHARS:,} characters"))
     return problems
+
+
+def write_op(writer: WriteService, caller: Caller, op: str, path: str, *, body: str | None = None,
+             frontmatter: dict | None = None, base_version: str | None = None, reason: str | None = None,
+             superseded_by: str | None = None, request_id: str | None = None, heading: str | None = None,
+             find: str | None = None, count: int | None = None, new_path: str | None = None) -> WriteOutcome:
+    """The one entry of the surfaces (MCP note_write, the CLI): an op and its fields to the write service."""
+    from vault_index.services.move import MoveRequest
+    from vault_index.services.write import WriteOutcome, WriteRequest
+
+    if op in EDIT_OPS or op == "move":
+        misplaced = [name for name, value in (("frontmatter", frontmatter), ("superseded_by", superseded_by))
+                     if value]
+        if misplaced:
+            return WriteOutcome("invalid", path, f"{op} changes the body or the name only; "
+                                f"{', '.join(misplaced)} belongs to create, replace or deprecate")
+    if op in EDIT_OPS:
+        return writer.edit(caller, EditRequest(op, path, body, heading, find, 1 if count is None else count,
+                                               base_version, reason, request_id))
+    if op == "move":
+        if not new_path:
+            return WriteOutcome("invalid", path, "move needs new_path, the note's new vault-relative path")
+        return writer.move(caller, MoveRequest(path, new_path, base_version, reason, request_id))
+    return writer.write(caller, WriteRequest(op=op, path=path, body=body, frontmatter=frontmatter,
+                                             base_version=base_version, reason=reason, superseded_by=superseded_by,
+                                             request_id=request_id))

@@ -46,8 +46,9 @@ class MoveRequest:
 
 def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOutcome:
     """Rename `request.path` to `request.new_path` and rewrite the links to it (see the module docstring)."""
-    from vault_index.services.write import WriteOutcome
+    from vault_index.services.write import StageTimes, WriteOutcome
 
+    service.last_times = StageTimes()  # a move's own stages are not timed; no earlier write's times shown
     source, refusal = service.authorize(caller, request.path, "write")
     if refusal:
         return refusal
