@@ -202,3 +202,14 @@ def test_a_reader_may_not_edit_and_learns_nothing(tmp_path):
     assert outcome.status == "denied"
     outcome = service.edit(reader, EditRequest("prepend", "research/how-this-vault-works.md", text="x"))
     assert outcome.status == "denied"
+
+
+def test_a_plain_note_without_frontmatter_gets_none(tmp_path):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "journal.md").write_text("Monday: walked.\n")
+    service = WriteService(Vault.open(root))
+    caller = Caller.local(service.vault)
+    assert service.edit(caller, EditRequest("prepend", "journal.md", text="Tuesday: ran.")).ok
+    assert service.edit(caller, EditRequest("find_replace", "journal.md", text="hiked", find="walked")).ok
+    assert (root / "journal.md").read_text() == "Tuesday: ran.\n\nMonday: hiked.\n"

@@ -179,3 +179,27 @@ def test_a_reader_may_not_move(tmp_path):
     outcome = service.move(reader, MoveRequest("research/how-this-vault-works.md", "research/x.md"))
     assert outcome.status == "denied"
     assert (root / "research" / "how-this-vault-works.md").exists()
+
+
+def test_a_move_waits_for_no_one_it_cannot_lock_and_changes_nothing(folder, tmp_path, monkeypatch):
+    """Another writer holds a linking note: the move answers locked, before renaming anything."""
+    import os
+
+    root, names, service, caller, _ = folder
+    monkeypatch.setenv("VAULT_LOCK_DIR", str(tmp_path / "locks"))
+    linker = root / names["links"] / "links.md"
+    folder_fd = os.open(linker.parent, os.O_RDONLY)
+    locks = fileio.machine_locks_dir()
+    holder = fileio.DocumentLock(locks, fileio.document_key(folder_fd, linker.name), "Editor <e@e>", wait=0.1)
+    holder.acquire()
+    try:
+        before = snapshot(root)
+        quick = WriteService(service.vault, lock_wait=0.2)
+        outcome = quick.move(caller, MoveRequest(f"{names['from']}/pricing.md", f"{names['to']}/p.md"))
+        assert outcome.status == "locked" and "Editor" in outcome.message
+        assert snapshot(root) == before
+    finally:
+        holder.release()
+        os.close(folder_fd)
+        os.close(locks)
+    assert quick.move(caller, MoveRequest(f"{names['from']}/pricing.md", f"{names['to']}/p.md")).status == "written"

@@ -46,9 +46,13 @@ class MoveRequest:
 
 def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOutcome:
     """Rename `request.path` to `request.new_path` and rewrite the links to it (see the module docstring)."""
-    from vault_index.services.write import StageTimes, WriteOutcome
+    from vault_index.services.write import MAX_REQUEST_ID_CHARS, StageTimes, WriteOutcome
 
     service.last_times = StageTimes()  # a move's own stages are not timed; no earlier write's times shown
+    rid = request.request_id
+    if rid is not None and (not rid.strip() or len(rid) > MAX_REQUEST_ID_CHARS or any(c in rid for c in "\r\n\x00")):
+        return WriteOutcome("invalid", request.path, f"request_id must be one line of at most {MAX_REQUEST_ID_CHARS} "
+                            "characters")
     source, refusal = service.authorize(caller, request.path, "write")
     if refusal:
         return refusal
@@ -350,7 +354,8 @@ def _git_commit(root: Path, rels: list[str], *, identity: str, agent: str | None
            "GIT_COMMITTER_EMAIL": email, "GIT_TERMINAL_PROMPT": "0"}
     trailers = "\n".join(f"{key}: {provenance._line(value)}" for key, value in zip(
         provenance.TRAILERS, (agent, role, request_id, "move"), strict=True))
-    message = f"{provenance._line('vault: ' + subject)[:120]}\n\n{' '.join(why.split())}\n\n{trailers}\n"
+    why = "".join(c for c in " ".join(why.split()) if c.isprintable())  # one line: no control character forges one
+    message = f"{provenance._line('vault: ' + subject)[:120]}\n\n{why}\n\n{trailers}\n"
     tracked = set(provenance._git(root, env, "ls-files", "-z", "--", *(f":(literal){r}" for r in rels)).split("\0"))
     # a path that is gone and was never committed (an untracked note moved) names nothing git knows
     specs = [f":(literal){r}" for r in dict.fromkeys(rels) if r in tracked or (root / r).exists()]
