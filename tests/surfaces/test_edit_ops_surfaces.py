@@ -57,7 +57,7 @@ def test_note_write_offers_every_edit_op_and_they_write_through_the_service(fold
     app.index([str(root)])
     server = build_server(app, tmp_path / "memory.jsonl", vault_root=root)
     path = f"{sub}/alps.md"
-    tools, (read, prepended, stale, section, counted, moved, recent) = _outcomes(server, [
+    tools, (read, prepended, stale, section, counted, moved, recent, misplaced, nowhere) = _outcomes(server, [
         ("note_read", {"path": path}),
         ("note_write", {"op": "prepend", "path": path, "body": "Two days."}),
         ("note_write", {"op": "replace_section", "path": path, "heading": "Route", "body": "south face",
@@ -67,6 +67,8 @@ def test_note_write_offers_every_edit_op_and_they_write_through_the_service(fold
         ("note_write", {"op": "find_replace", "path": path, "find": "boots", "body": "crampons", "count": 2}),
         ("note_write", {"op": "move", "path": path, "new_path": f"{sub}/alps-2026.md"}),
         ("vault_review", {"lint": False, "recent_days": 1}),
+        ("note_write", {"op": "prepend", "path": f"{sub}/alps-2026.md", "body": "x", "frontmatter": {"a": 1}}),
+        ("note_write", {"op": "move", "path": f"{sub}/alps-2026.md"}),
     ])
     ops = tools["note_write"].input_schema["properties"]["op"]["enum"]
     assert {"prepend", "replace_section", "find_replace", "move"} <= set(ops)
@@ -80,6 +82,8 @@ def test_note_write_offers_every_edit_op_and_they_write_through_the_service(fold
     body = (root / sub / "alps-2026.md").read_text()
     assert "Two days.\n\n# Trip\n\n## Packing\n\nboots\n\n## Route\n\nnorth ridge\n" in body
     assert f"{sub}/alps-2026.md" in {entry["path"] for entry in recent["data"]["recent"]}
+    assert misplaced["status"] == "invalid" and "frontmatter" in misplaced["message"]
+    assert nowhere["status"] == "invalid" and "new_path" in nowhere["message"]
     # the moved note is found at its new path by the next search (re-indexed in the write)
     assert app.search("north ridge", "keyword", 3).hits[0].path == str(root / sub / "alps-2026.md")
 
