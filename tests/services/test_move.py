@@ -203,3 +203,24 @@ def test_a_move_waits_for_no_one_it_cannot_lock_and_changes_nothing(folder, tmp_
         os.close(folder_fd)
         os.close(locks)
     assert quick.move(caller, MoveRequest(f"{names['from']}/pricing.md", f"{names['to']}/p.md")).status == "written"
+
+
+def test_a_case_only_rename_where_the_file_system_ignores_case(folder, monkeypatch):
+    """Simulated (CI runs on Linux): the new spelling already "exists" because it is the note itself,
+    as on macOS or Windows; that is not a taken name, and the rename must not hard-link onto it."""
+    import os
+
+    from vault_index.services import move as move_module
+
+    root, names, service, caller, _ = folder
+    old, new = f"{names['from']}/pricing.md", f"{names['from']}/PRICING.md"
+    itself = os.stat(root / old)
+    monkeypatch.setattr(move_module, "_exists", lambda folders, target: (True, itself))
+
+    def no_link(*args, **kwargs):
+        raise AssertionError("a case-only rename on a case-insensitive file system must not hard-link")
+
+    monkeypatch.setattr(move_module.os, "link", no_link)
+    outcome = service.move(caller, MoveRequest(old, new))
+    assert outcome.status == "written", outcome
+    assert (root / new).exists() and not (root / old).exists()

@@ -128,13 +128,17 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     lock.refresh()
     try:
         _rename(folders, source, target, taken)
-        if moved_text.encode("utf-8") != old_data[0]:
-            _replace(folders, target.rel, moved_text.encode("utf-8"), old_data[1])
     except OSError as exc:
         return WriteOutcome("failed", source.rel, f"{source.rel} was not moved ({exc.strerror or exc}); nothing "
                             "changed")
     changed = [source.rel, target.rel]
-    rewritten = {target.rel: rewrites[target.rel].links} if target.rel in rewrites else {}
+    rewritten = {}
+    if moved_text.encode("utf-8") != old_data[0]:  # its own relative links (and a vault's collection field)
+        try:
+            _replace(folders, target.rel, moved_text.encode("utf-8"), old_data[1])
+            rewritten = {target.rel: rewrites[target.rel].links} if target.rel in rewrites else {}
+        except OSError as exc:
+            notices.append(f"moved, but its own links were not rewritten ({exc.strerror or exc})")
     for rel in linkers:
         if rel not in rewrites:
             continue
