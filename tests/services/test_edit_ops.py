@@ -191,6 +191,9 @@ def test_the_heading_rules_as_a_person_reads_them():
     assert find_heading(body, "A").end == find_heading(body, "B").start  # A1 is inside A
     assert find_heading(body, "a1").path == ("T", "A", "A1")  # letter case and spacing do not matter
     assert find_heading(body, "not at the margin? still CommonMark").level == 2
+    styled = "## **Setup** `steps`\n\nx\n\n## In > Out\n\ny\n"
+    assert find_heading(styled, "setup steps").start == 0  # emphasis and code marks do not count
+    assert find_heading(styled, "In > Out").start == 4  # a heading whose own text holds the separator
 
 
 def test_a_reader_may_not_edit_and_learns_nothing(tmp_path):

@@ -184,6 +184,8 @@ def find_heading(body: str, wanted: str) -> Heading:
     every = headings(body)
     matches = [h for h in every if [_key(t) for t in h.path[-len(parts):]] == parts and len(h.path) >= len(parts)
                and (not level or h.level == level)]
+    if not matches and len(parts) > 1:  # a heading whose own text holds " > "
+        matches = [h for h in every if _key(h.text) == _key(spec) and (not level or h.level == level)]
     if len(matches) == 1:
         return matches[0]
     listed = ", ".join(f"{'#' * h.level} {' > '.join(h.path)} (line {h.start + 1})"
@@ -230,7 +232,11 @@ def _heading_line(line: str) -> tuple[int, str] | None:
 
 
 def _key(text: str) -> str:
-    return " ".join(text.casefold().split())
+    """A heading as compared: letter case, spacing and emphasis marks (`**Setup**`) do not count."""
+    return " ".join(text.casefold().translate(_EMPHASIS).split())
+
+
+_EMPHASIS = str.maketrans("", "", "*_`")
 
 
 def _with_newline(text: str, newline: str) -> str:
