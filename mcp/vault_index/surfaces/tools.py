@@ -600,6 +600,7 @@ def instructions(status: dict, memory_file: Path | None = None) -> str:
         "index_paths adds a folder; list_sources shows what is indexed. "
         + (graph_summary(memory_file) if memory_file else "")
         + "recall searches notes, lessons and the graph at once: use it first for a broad topic. "
-        "Curated vault notes: note_read, then note_write with the version you read; vault_review "
+        "Curated vault notes: note_read, then note_write with the version you read (prepend, "
+        "replace_section and find_replace edit in place; move keeps links working); vault_review "
         "and tension_log for curation."
     )
