@@ -121,9 +121,10 @@ def test_a_stale_version_is_refused_and_changes_nothing(folder):
     stale = fileio.file_version((root / old).read_bytes())
     (root / old).write_text((root / old).read_text() + "\nThe person's own edit.\n")
     before = snapshot(root)
-    outcome = service.move(caller, MoveRequest(old, f"{names['to']}/price-list.md", base_version=stale))
+    outcome = service.move(caller, MoveRequest(old, f"{names['to']}/new/deeper/price-list.md", base_version=stale))
     assert outcome.status == "stale" and outcome.version == fileio.file_version(before[old])
     assert snapshot(root) == before
+    assert not (root / names["to"] / "new").exists()  # no folder left behind for the name it did not take
     assert service.move(caller, MoveRequest(old, f"{names['to']}/price-list.md",
                                             base_version=outcome.version)).status == "written"
 

@@ -75,6 +75,20 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
         if not service.vault.grants(caller.role).can("write", rel.split("/")[0] if "/" in rel else ""):
             return WriteOutcome("denied", source.rel, f"moving {source.rel} would rewrite links in notes your "
                                 f"role {caller.role or 'guest'} may not change; nothing was moved")
+    made = _missing_folders(root, target)
+    outcome = _move_locked(service, caller, request, source, target, texts, linkers)
+    if not outcome.ok:  # a refused move leaves no folder behind for the name it did not take
+        for folder in made:
+            with suppress(OSError):
+                folder.rmdir()
+    return outcome
+
+
+def _move_locked(service, caller, request, source: Target, target: Target, texts: dict,
+                 linkers: list[str]) -> WriteOutcome:
+    from vault_index.services.write import WriteOutcome
+
+    root = service.vault.root
     with ExitStack() as stack:
         try:
             folders = _open_folders(stack, root, [source, target, *(_target(rel) for rel in linkers)])
@@ -192,6 +206,17 @@ def _scan(root: Path) -> dict[str, str]:
         if len(data) <= MAX_SCANNED_BYTES:
             texts[rel] = data.decode("utf-8", errors="replace")
     return texts
+
+
+def _missing_folders(root: Path, target: Target) -> list[Path]:
+    """The new name's folders that do not exist yet, deepest first (a refused move removes them)."""
+    missing = []
+    for depth in range(len(target.parts) - 1, 0, -1):
+        folder = root.joinpath(*target.parts[:depth])
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing
 
 
 def _target(rel: str) -> Target:
