@@ -3,8 +3,9 @@
     authorize -> lock -> check base version -> transform hooks -> validate -> validate hooks
     -> atomic replace -> re-index -> git commit with provenance -> release
 
-`_pipeline` is that sentence; `write` (notes) and `update_file` (any curated .md file whose new
-text is computed from its old text under the lock) both run through it. Outcomes that are not
+`_pipeline` is that sentence; `write` and `edit` (notes) and `update_file` (any curated .md file
+whose new text is computed from its old text under the lock) run through it; `move` takes the same
+stages for several files at once (services/move.py). Outcomes that are not
 bugs (denied, locked, stale, invalid, refused) come back as values. Once the file is replaced the
 answer is `written`: a failure of a later stage (index, graph, commit) is a notice on it, and a
 retry with the same request id returns the first outcome without writing again.
@@ -155,11 +156,10 @@ class WriteService:
 
     def edit(self, caller: Caller, request: EditRequest) -> WriteOutcome:
         """prepend, replace_section or find_replace in one note (services/edit_ops.py composes the text)."""
-        from vault_index.services import edit_ops
-
+        from vault_index.services.edit_ops import compose
         return self._pipeline(caller, request.path, request.op, request.request_id, request.reason or
-                              f"{request.op} via vault-index", action="write", compose=partial(edit_ops.compose,
-                                                                                               self, caller, request))
+                              f"{request.op} via vault-index", action="write", compose=partial(compose, self, caller,
+                                                                                               request))
 
     def move(self, caller: Caller, request: MoveRequest) -> WriteOutcome:
         """Rename a note and rewrite the links to it in the same commit (services/move.py)."""
