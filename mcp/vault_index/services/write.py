@@ -3,8 +3,9 @@
     authorize -> lock -> check base version -> transform hooks -> validate -> validate hooks
     -> atomic replace -> re-index -> git commit with provenance -> release
 
-`_pipeline` is that sentence; `write` (notes) and `update_file` (any curated .md file whose new
-text is computed from its old text under the lock) both run through it. Outcomes that are not
+`_pipeline` is that sentence; `write` and `edit` (notes) and `update_file` (any curated .md file
+whose new text is computed from its old text under the lock) run through it; `move` takes the same
+stages for several files at once (services/move.py). Outcomes that are not
 bugs (denied, locked, stale, invalid, refused) come back as values. Once the file is replaced the
 answer is `written`: a failure of a later stage (index, graph, commit) is a notice on it, and a
 retry with the same request id returns the first outcome without writing again.
@@ -21,14 +22,20 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from vault_index.engine import fileio
 from vault_index.errors import UnsafePathError, UsageError, VaultIndexError, WriteBusyError
 from vault_index.services import provenance
 from vault_index.services.vault import Vault, not_visible
 
+if TYPE_CHECKING:
+    from vault_index.services.edit_ops import EditRequest
+    from vault_index.services.move import MoveRequest
+
+EDITS = ("prepend", "replace_section", "find_replace")  # services/edit_ops.py: they need an existing note
 Op = Literal["create", "replace", "append", "promote", "deprecate"]
 Status = Literal["written", "unchanged", "denied", "not_found", "locked", "stale", "invalid", "refused", "failed"]
 NOTE_SUFFIX = ".md"
@@ -153,6 +160,18 @@ class WriteService:
                               compose=lambda target, old, version, alive: notes.compose(
                                   self, caller, request, target, old, version, alive))
 
+    def edit(self, caller: Caller, request: EditRequest) -> WriteOutcome:
+        """prepend, replace_section or find_replace in one note (services/edit_ops.py composes the text)."""
+        from vault_index.services.edit_ops import compose
+        return self._pipeline(caller, request.path, request.op, request.request_id, request.reason or
+                              f"{request.op} via vault-index", action="write", compose=partial(compose, self, caller,
+                                                                                               request))
+
+    def move(self, caller: Caller, request: MoveRequest) -> WriteOutcome:
+        """Rename a note and rewrite the links to it in the same commit (services/move.py)."""
+        from vault_index.services.move import move
+        return move(self, caller, request)
+
     def update_file(self, caller: Caller, path: str, change: Callable[[str | None], str], *, why: str,
                     request_id: str | None = None, collection_check: bool = True, exclusive: bool = False,
                     followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
@@ -238,7 +257,7 @@ class WriteService:
         if refusal:
             return refusal
         started = times.mark("authorize", started)
-        creates = operation not in ("replace", "append", "promote", "deprecate")  # those need the note
+        creates = operation not in ("replace", "append", "promote", "deprecate", *EDITS)  # those need the note
         try:
             folder = fileio.open_folder(self.vault.root, target.parts[:-1], create=creates)
         except FileNotFoundError:

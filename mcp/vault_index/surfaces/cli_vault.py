@@ -1,4 +1,4 @@
-"""`vault-index read|write|append|promote|deprecate|tension|lint|provenance|dashboard|init`.
+"""`vault-index read|write|append|promote|deprecate|tension|lint|provenance|dashboard|init` (and cli_edit.py's).
 
 Thin commands over the same functions the MCP tools call (the write service through the App,
 services/curation.py, services/scaffold.py). The caller is the local person (surfaces/callers.py)
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from vault_index.errors import NotFoundError, UsageError, WriteBusyError
+from vault_index.surfaces.cli_edit import add_parsers as add_edit_parsers
 
 # Outcome status -> exit code; the codes are the exception tree's where one exists (docs/cli.md).
 # denied and not_found share one code: a caller without read learns nothing about existence.
@@ -328,6 +329,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", required=True, help="why it no longer holds")
     p.add_argument("--superseded-by", help="the note that replaces it")
     p.set_defaults(run=cmd_deprecate)
+
+    add_edit_parsers(sub, parents, retry)  # prepend, replace-section, find-replace, move, recent (cli_edit.py)
 
     p = sub.add_parser("tension", parents=parents, help="record a contradiction between two notes (tensions.md)")
     p.add_argument("a")

@@ -101,13 +101,13 @@ class AdrOut(BaseModel):
 
 
 class OutcomeOut(BaseModel):
-    """One shape for every answer of the curated vault tools: status first, then the details."""
+    """Status first, then the details (every curated vault tool answers so)."""
 
     status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused")
     message: str
     path: str = ""
     version: str | None = None
-    data: dict = Field(default_factory=dict, description="the operation's result (see docs/mcp.md)")
+    data: dict = Field(default_factory=dict)  # the operation's result (docs/mcp.md); no description: 5 tools repeat it
 
 
 # --- converters ----------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from vault_index.services.access import (
     visible_entities,
 )
 from vault_index.services.app import MAX_NOTE_LINES, App
+from vault_index.services.recent import recent_activity
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.notices import once_per_machine
@@ -83,7 +84,8 @@ NOTE_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempo
                              open_world_hint=False)
 
 Mode = Literal["hybrid+rerank", "hybrid", "keyword", "vector", "grep"]
-WriteOp = Literal["create", "replace", "append", "promote", "deprecate"]
+WriteOp = Literal["create", "replace", "append", "prepend", "replace_section", "find_replace", "move", "promote",
+                  "deprecate"]
 FailOn = Literal["never", "warning", "error"]
 CallerFactory = Callable[[Any, Any], Any]  # (Vault, Context | None) -> Caller
 
@@ -499,23 +501,28 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         op: WriteOp,
         path: NotePath,
         ctx: Context,
-        body: Annotated[str | None, Field(max_length=1_000_000, description="create/replace: whole body; "
-                                                                            "append: the section")] = None,
+        body: Annotated[str | None, Field(max_length=1_000_000, description="body, section or replacement")] = None,
         frontmatter: Annotated[dict | None, Field(description="create/replace fields; never status canonical")] = None,
         base_version: Annotated[str | None, Field(max_length=200, description="version you read (not create)")] = None,
         reason: Annotated[str | None, Field(max_length=2000, description="why; required to deprecate")] = None,
         superseded_by: Annotated[str | None, Field(max_length=1024)] = None,
         request_id: RequestId = None,
+        heading: Annotated[str, Field(max_length=500, description="text, ## text or A > B")] = "",
+        find: Annotated[str, Field(max_length=100_000)] = "",
+        count: Annotated[int, Field(ge=1, le=10_000, description="expected matches")] = 1,
+        new_path: Annotated[str, Field(max_length=1024)] = "",
     ) -> OutcomeOut:
-        """Change a vault note through the write service (lock, version check, validation, git
-        commit): create, replace, append, promote (draft to canonical), deprecate."""
-        from vault_index.services.write import WriteRequest
+        """Change a note via the write service (lock, version, validation, commit): create, replace,
+        append, prepend, replace_section, find_replace, move (links follow), promote, deprecate."""
+        from vault_index.services.edit_ops import write_op
 
         vault, caller, scope, path = who_at(ctx, path)
-        request = WriteRequest(op=op, path=path, body=body, frontmatter=frontmatter, base_version=base_version,
-                               reason=reason, superseded_by=superseded_by, request_id=request_id)
         writer = writer_for(vault)
-        return outcome_out(call(writer.write, caller, request), writer)
+        return outcome_out(call(partial(write_op, body=body, frontmatter=frontmatter, base_version=base_version,
+                                        reason=reason, superseded_by=superseded_by, request_id=request_id,
+                                        heading=heading or None, find=find or None, count=count,
+                                        new_path=new_path or None),
+                                writer, caller, op, path), writer)
 
     @server.tool(annotations=WRITING, structured_output=True)
     def tension_log(
@@ -535,11 +542,13 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         ctx: Context,
         lint: bool = True,
         fail_on: Annotated[FailOn, Field(description="status failed when a finding is this severe")] = "never",
+        recent_days: Annotated[int, Field(ge=0, le=3650)] = 0,
     ) -> OutcomeOut:
         """Curation dashboard of the notes you can read (counts per collection and status, invalid
-        frontmatter, decay, open tensions, recent writes) plus the advisory lint findings."""
+        frontmatter, decay, tensions, recent writes; data.recent: notes changed in recent_days) and lint."""
         vault, caller, scope = who(ctx)
-        return outcome_out(call(partial(review, fail_on=fail_on, lint=lint), vault, caller, scope))
+        return outcome_out(call(partial(review, fail_on=fail_on, lint=lint, recent_days=recent_days), vault, caller,
+                                scope))
 
     @server.tool(annotations=READ_ONLY, structured_output=True)
     def note_links(
@@ -563,10 +572,13 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         return OutcomeOut(status="ok", message=f"{len(out['results'])} {direction}", path=out["note"] or "",
                           data=out)
 
-    def review(vault, caller, scope: Scope, *, fail_on: str, lint: bool):
+    def review(vault, caller, scope: Scope, *, fail_on: str, lint: bool, recent_days: int = 0):
         if not scope.reads_any:
             return denied_outcome(caller)
-        return curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
+        out = curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
+        if recent_days:  # recent activity (services/recent.py): git where there is one, else mtimes
+            out["data"]["recent"] = recent_activity(Path(vault.root), scope.can_read, days=recent_days)
+        return out
 
     # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
     # resource is read by the get_note tool above, so it answers what get_note answers
@@ -634,6 +646,7 @@ def instructions(status: dict, memory_file: Path | None = None, visible=None) ->
         "index_paths adds a folder; list_sources shows what is indexed. "
         + (graph_summary(memory_file, visible) if memory_file else "")
         + "recall searches notes, lessons and the graph at once: use it first for a broad topic. "
-        "Curated vault notes: note_read, then note_write with the version you read; vault_review "
+        "Curated vault notes: note_read, then note_write with the version you read (prepend, "
+        "replace_section and find_replace edit in place; move keeps links working); vault_review "
         "and tension_log for curation."
     )
