@@ -45,6 +45,7 @@ CHECKS = {
     "low_confidence": "warning",
     "unanswered_question": "warning",
     "orphan": "info",
+    "untrusted_hook": "warning",  # a declared vault hook this machine will not run (services/hook_trust.py)
 }
 # Edge kinds that count as "still linked" for deprecated_linked: saying that a note supersedes,
 # contradicts or cites an old one is how it should be retired, not a use of it.
@@ -332,12 +333,22 @@ def review(writer, vault, caller, scope, *, fail_on: str = "never", lint: bool =
     data = dashboard(notes, tensions, recent_writes(Path(vault.root), scope.can_read))
     message = f"{data['notes']} notes, {data['invalid_frontmatter']} with invalid frontmatter"
     if lint:
-        issues = lint_notes(notes, today)
+        issues = lint_notes(notes, today) + hook_issues(vault)
         data["issues"] = issues
         data["failed"] = failed(issues, fail_on)
         message += f", {len(issues)} lint findings" + (" (failed)" if data["failed"] else "")
     return {"status": "failed" if data.get("failed") else "ok", "message": message, "path": "", "version": None,
             "data": data}
+
+
+def hook_issues(vault) -> list[dict]:
+    """A lint finding per declared hook that will not run on this machine (not trusted, or changed)."""
+    from vault_index.services import hook_trust
+
+    return [{"check": "untrusted_hook", "severity": CHECKS["untrusted_hook"], "path": state.path, "line": 1,
+             "message": f"not run on writes: {state.problem or 'not trusted here (new or changed content)'}; "
+                        f"review it, then `vault-index trust {vault.root}`"}
+            for state in hook_trust.declared(vault) if not state.trusted]
 
 
 # --- tension log --------------------------------------------------------------------------------

@@ -246,3 +246,17 @@ def read_view(service: WriteService, caller: Caller, path: str):
     problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
     decay = fm.decay(fields, service.clock(), service.vault.config["decay"]["aging_after_fraction"])
     return NoteView(target.rel, target.collection, fields, body, fileio.file_version(data), tuple(problems), decay)
+
+
+def annotate(service: WriteService, request: WriteRequest, outcome: WriteOutcome) -> WriteOutcome:
+    """The outcome with what the caller must know beyond the status: hooks that did not run here."""
+    from dataclasses import replace
+
+    from vault_index.services import hook_trust
+
+    if request.op not in hook_trust.HOOK_OPS or outcome.status in ("denied", "refused", "not_found"):
+        return outcome
+    if not any(service.vault.config["hooks"].get(phase) for phase in ("pre_write_transform", "pre_write")):
+        return outcome
+    extra = tuple(hook_trust.untrusted_notices(service.vault))
+    return replace(outcome, notices=(*outcome.notices, *extra)) if extra else outcome

@@ -143,9 +143,10 @@ class WriteService:
                                            "promote or deprecate"},))
         action = "promote" if request.op == "promote" else "write"
         why = request.reason or f"{request.op} via vault-index"
-        return self._pipeline(caller, request.path, request.op, request.request_id, why, action=action,
-                              compose=lambda target, old, version, alive: notes.compose(
-                                  self, caller, request, target, old, version, alive))
+        outcome = self._pipeline(caller, request.path, request.op, request.request_id, why, action=action,
+                                 compose=lambda target, old, version, alive: notes.compose(
+                                     self, caller, request, target, old, version, alive))
+        return notes.annotate(self, request, outcome)
 
     def update_file(self, caller: Caller, path: str, change: Callable[[str | None], str], *, why: str,
                     request_id: str | None = None, collection_check: bool = True, exclusive: bool = False,
