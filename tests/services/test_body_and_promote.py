@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 
 import anyio
-from mcp import Client
 from vault_index.services.scaffold import scaffold
 from vault_index.services.vault import Vault
 from vault_index.services.write import Caller, WriteRequest, WriteService
 from vault_index.surfaces.cli import main
 from vault_index.surfaces.tools import build_server
+
+from mcp import Client
 
 ED = Caller("Ed <ed@example.org>", "editor", "test")
 BODY = "# Wombat\n\nWombats dig burrows.\n"

@@ -400,9 +400,13 @@ def log_tension(writer, vault, caller, a: str, b: str, description: str, *,
     and write the collection of at least one: recording is a write to the shared log.
     Returns the write service's outcome (its `message` names the tension id).
     """
+    from vault_index.services.safe_text import text_problem
     from vault_index.services.write import WriteOutcome  # write.py may import decay from here
 
     description = (description or "").strip()
+    if problem := text_problem(description, one_line=False):
+        return WriteOutcome("invalid", TENSIONS_FILE, f"the description {problem}; write plain text",
+                            problems=({"field": "description", "rule": "text", "message": problem},))
     if not description or len(description) > MAX_TENSION_CHARS:
         return WriteOutcome("invalid", TENSIONS_FILE, f"describe the contradiction in 1 to {MAX_TENSION_CHARS} "
                                                       "characters", problems=({"field": "description",

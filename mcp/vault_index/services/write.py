@@ -26,7 +26,7 @@ from typing import Literal
 
 from vault_index.engine import fileio
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
-from vault_index.services import provenance
+from vault_index.services import provenance, safe_text
 from vault_index.services.vault import Vault, not_visible
 
 Op = Literal["create", "replace", "append", "promote", "deprecate"]
@@ -229,6 +229,8 @@ class WriteService:
                                        or any(c in request_id for c in "\r\n\x00")):
             return WriteOutcome("invalid", str(path), "request_id must be one line of at most "
                                 f"{MAX_REQUEST_ID_CHARS} characters")
+        if unsafe := safe_text.unsafe_write(caller, path, why):
+            return unsafe
         target, refusal = self.authorize(caller, path, action)
         if refusal:
             return refusal
