@@ -151,13 +151,15 @@ class WriteService:
     def update_file(self, caller: Caller, path: str, change: Callable[[str | None], str], *, why: str,
                     request_id: str | None = None, collection_check: bool = True, exclusive: bool = False,
                     followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
-                    result: Callable[[], dict | None] | None = None, operation: str = "update") -> WriteOutcome:
+                    result: Callable[[], dict | None] | None = None, operation: str = "update",
+                    commit: bool = True) -> WriteOutcome:
         """The generic pipeline for curated files that are not schema'd notes (lessons.md, ADRs, handoffs).
 
         `change(old_text or None) -> new_text` runs under the lock; it may raise a VaultIndexError to
         refuse (nothing is written, the error propagates). `exclusive`: only create, never replace
         (an existing file answers `stale`). `followups`: late stages (e.g. linking the graph) run after
         the replace; their failures become notices. `result()` is stored with the outcome.
+        `commit` False: never committed, whatever the vault says (session snapshots and handoffs).
         `collection_check` False skips the role check (the local person's own project files).
         """
 
@@ -168,7 +170,7 @@ class WriteService:
             return change(old)
 
         return self._pipeline(caller, path, operation, request_id, why, action="write" if collection_check else None,
-                              compose=compose, followups=followups, result=result)
+                              compose=compose, followups=followups, result=result, commit=commit)
 
     def history(self, caller: Caller, path: str) -> list[dict] | WriteOutcome:
         target, refusal = self.authorize(caller, path, "read")
@@ -220,7 +222,7 @@ class WriteService:
     def _pipeline(self, caller: Caller, path: str, operation: str, request_id: str | None, why: str, *,
                   action: str | None, compose: Compose,
                   followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
-                  result: Callable[[], dict | None] | None = None) -> WriteOutcome:
+                  result: Callable[[], dict | None] | None = None, commit: bool = True) -> WriteOutcome:
         """authorize -> lock -> version check and compose (hooks, validation) -> atomic replace -> re-index
         -> follow-ups -> git commit -> release. The lock is released in `finally`."""
         times = self.last_times = StageTimes()
@@ -257,7 +259,7 @@ class WriteService:
             try:
                 started = times.mark("lock", started)
                 return self._locked(caller, target, folder, operation, request_id, why, compose, followups,
-                                    result, lock, times, started)
+                                    result, lock, times, started, commit)
             finally:
                 lock.release()
         except UnsafePathError as exc:
@@ -270,7 +272,7 @@ class WriteService:
                 os.close(locks)
 
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
-                times, started) -> WriteOutcome:
+                times, started, wants_commit=True) -> WriteOutcome:
         if request_id and (first := self._answered(caller, request_id)) is not None:
             # Trigger: the id already answered a write of another file. Why: reporting that outcome
             # would tell the caller this note was written when it was not. Outcome: refused. An ADR
@@ -317,7 +319,7 @@ class WriteService:
         started = times.mark("followups", started)
         extra = result() if result else None
         lock.refresh()
-        commit = self._commit(caller, target, operation, request_id, why, notices)
+        commit = self._commit(caller, target, operation, request_id, why, notices) if wants_commit else None
         times.mark("commit", started)
         outcome = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version,
                                notices=tuple(notices), commit=commit, result=extra)
