@@ -1,7 +1,7 @@
 """The write service: the one path every curated write takes (notes, lessons, ADRs, handoffs, graph).
 
     authorize -> lock -> check base version -> transform hooks -> validate -> validate hooks
-    -> atomic replace -> re-index -> git commit with provenance -> release
+    -> replace if unchanged on disk -> re-index -> git commit with provenance -> release
 
 `_pipeline` is that sentence; `write` (notes) and `update_file` (any curated .md file whose new
 text is computed from its old text under the lock) both run through it. Outcomes that are not
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from vault_index.engine import fileio
+from vault_index.engine import fileio, guarded_replace
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
 from vault_index.services import provenance, safe_text
 from vault_index.services.vault import Vault, not_visible
@@ -299,9 +299,17 @@ class WriteService:
             return WriteOutcome("unchanged", target.rel, f"{target.rel} already holds that text", version=version)
         lock.refresh()
         try:
-            fileio.atomic_replace(folder, target.parts[-1], data, stat.S_IMODE(info.st_mode) if info else None)
+            # only if the file still holds `old`: a person's save meanwhile wins (engine/guarded_replace.py)
+            changed = guarded_replace.replace_unchanged(folder, target.parts[-1], data,
+                                                        stat.S_IMODE(info.st_mode) if info else None, old)
         except OSError as exc:
             return _failed(target, exc)
+        if changed is not None:
+            from vault_index.services.write_conflicts import lost_race
+
+            outcome = lost_race(target, folder, data, version, changed)
+            self._record_rejection(target, outcome, caller, request_id)
+            return outcome
         started = times.mark("replace", started)
         request_id = request_id or uuid.uuid4().hex
         new_version = fileio.file_version(data)
