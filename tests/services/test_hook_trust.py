@@ -60,7 +60,7 @@ def test_a_cloned_vaults_hook_does_not_run_and_the_write_says_so(tmp_path):
     _, outcome = write(clone)
     assert not (clone / "hook-ran.txt").exists()  # old code: the hook ran on this first write
     assert outcome.status == "written"
-    assert any("grab.py was not run" in n and "vault-index trust" in n for n in outcome.notices)
+    assert any("grab.py is not run" in n and "vault-index trust" in n for n in outcome.notices)
     from vault_index.services import curation
 
     issues = curation.hook_issues(Vault.open(clone))
@@ -88,7 +88,7 @@ def test_trusted_hooks_run_with_a_minimal_environment_and_a_change_untrusts_them
     (clone / "hook-ran.txt").unlink()
     (clone / ".vault-index" / "hooks" / "grab.py").write_text(HOOK + "# changed upstream\n")
     _, changed = write(clone, "b.md")
-    assert not (clone / "hook-ran.txt").exists() and any("grab.py was not run" in n for n in changed.notices)
+    assert not (clone / "hook-ran.txt").exists() and any("grab.py is not run" in n for n in changed.notices)
     assert main(["trust", "--list", "--json", str(clone)]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed["hooks"][0]["trusted"] is False

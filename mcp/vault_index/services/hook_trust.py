@@ -117,7 +117,7 @@ def untrusted_notices(vault) -> list[str]:
         if state.trusted:
             continue
         why = state.problem or "its content is not trusted on this machine (new, or changed since trusted)"
-        notices.append(f"vault hook {state.path} was not run: {why}; read it, then run "
+        notices.append(f"vault hook {state.path} is not run: {why}; read it, then run "
                        f"`vault-index trust {vault.root}` to let it run")
     return notices
 
