@@ -445,7 +445,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         op: WriteOp,
         path: NotePath,
         ctx: Context,
-        body: Annotated[str | None, Field(max_length=1_000_000, description="create/replace: whole body; "
+        body: Annotated[str | None, Field(max_length=1_000_000, description="create/replace: whole body "
+                                                                            "(replace: omit it to keep it); "
                                                                             "append: the section")] = None,
         frontmatter: Annotated[dict | None, Field(description="create/replace fields; never status canonical")] = None,
         base_version: Annotated[str | None, Field(max_length=200, description="version you read (not create)")] = None,
