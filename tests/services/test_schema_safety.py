@@ -6,7 +6,6 @@ A real socket server on 127.0.0.1 counts connections; real scaffolded vaults, th
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -20,29 +19,33 @@ from vault_index.surfaces.cli import main
 
 @pytest.fixture
 def listener():
-    """A TCP server that records every connection and closes it (so old code fails fast, not hangs)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.2)
+    """An HTTP server on 127.0.0.1 that records every connection and serves a schema (as a real one would)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
     seen: list[tuple] = []
-    stop = threading.Event()
 
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, addr = server.accept()
-            except OSError:
-                continue
-            seen.append(addr)
-            conn.close()
+    class Handler(BaseHTTPRequestHandler):
+        def setup(self):
+            seen.append(self.client_address)
+            super().setup()
 
-    thread = threading.Thread(target=serve, daemon=True)
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            body = b'{"type": "string"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/schema+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield server.getsockname()[1], seen
-    stop.set()
-    thread.join(2)
-    server.close()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
 
 
 def _vault(tmp_path, monkeypatch, types: dict[str, dict], config_extra: str = ""):
@@ -70,6 +73,7 @@ def test_a_remote_ref_is_a_reported_problem_and_nothing_connects(tmp_path, monke
     remote = {"type": "object", "properties": {"owner": {"$ref": f"http://127.0.0.1:{port}/owner.json"}}}
     root = _vault(tmp_path, monkeypatch, {"remote": remote})
     written = _write(root, {"type": "remote", "owner": "ann"})
+    assert seen == []  # old code: the write fetched the schema from the listener
     assert written.status == "invalid" and written.problems[0]["rule"] == "$ref"
     (root / "research" / "n.md").write_text("---\ntitle: N\ntype: remote\nowner: ann\n---\n# N\n")
     vault = Vault.open(root)
