@@ -392,13 +392,23 @@ def shown_path(path: str | Path, project: Path) -> str:
 
 def activity_markdown(transcript: str, project: Path, n_requests: int = 10) -> str:
     """The "Recent requests" and "Touched files" sections, taken from the transcript."""
-    requests = recent_requests(transcript, n_requests) if transcript else []
+    requests = [redact(r) for r in recent_requests(transcript, n_requests)] if transcript else []
     files = touched_files(transcript) if transcript else []
     lines = ["## Recent requests", ""]
     lines += [f"{i}. {r}" for i, r in enumerate(requests, 1)] or ["(none found in the transcript)"]
     lines += ["", "## Touched files", ""]
     lines += [f"- {shown_path(f, project)}" for f in files] or ["(none found in the transcript)"]
     return "\n".join(lines) + "\n"
+
+
+def redact(text: str) -> str:
+    """`text` with credentials replaced (detect-secrets, through the package; docs/hooks.md)."""
+    if not text:
+        return text
+    ensure_package()
+    from vault_index.services.redact import redact as redact_text
+
+    return redact_text(text)
 
 
 def create_unique(folder: Path, stem: str, content: str, project: Path | None = None) -> Path:
@@ -417,8 +427,9 @@ def create_unique(folder: Path, stem: str, content: str, project: Path | None = 
     caller = Caller.local(writer.vault, agent="claude-code-hook")
     for n in range(1, 1000):
         path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+        # commit=False: a snapshot or handoff holds session text; it is the person's to commit, never ours
         outcome = writer.update_file(caller, str(path), lambda _old: content, why=f"handoff note {path.name}",
-                                     exclusive=True, collection_check=False, operation="handoff")
+                                     exclusive=True, collection_check=False, operation="handoff", commit=False)
         if outcome.status != "stale":
             require_ok(outcome)
             return path

@@ -105,7 +105,7 @@ def new(args: argparse.Namespace) -> None:
     if transcript and not Path(transcript).is_file():
         hooks.warn(f"transcript {transcript} is not a file; the note will have no requests or touched files")
     today = dt.date.today()
-    text = render(args.topic.strip(), session_id, transcript, project, today)
+    text = render(hooks.redact(args.topic.strip()), session_id, transcript, project, today)
     content = hooks.content_dir(project)  # the project, or the personal folder in a vault-index clone
     path = hooks.create_unique(content / hooks.HANDOFF_DIR, f"{today.isoformat()}-{slugify(args.topic)}", text,
                                content)

@@ -10,6 +10,8 @@ Writes docs/handoffs/auto/ (under the project, or ~/.mcp-memory/personal in a va
 <UTC YYYYmmdd-HHMMSS>-<first 8 of session id>.md with the trigger,
 the context size, the last requests and the touched files. A fallback, not a handoff: nothing
 is asked of the agent, compaction is never blocked, and an existing file is never replaced.
+Credentials in the requests and instructions are redacted (detect-secrets), and the snapshot is
+never committed, in a curated vault either: it is the person's to keep or delete.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def main() -> None:
         hooks.warn("no session_id and no readable transcript_path in the hook input: nothing to save")
         return
     trigger = hooks.text(payload, "trigger") or "unknown"
-    instructions = " ".join(hooks.text(payload, "custom_instructions").split())
+    instructions = hooks.redact(" ".join(hooks.text(payload, "custom_instructions").split()))
     now = dt.datetime.now(dt.timezone.utc)
     session8 = re.sub(r"[^A-Za-z0-9]", "", session_id)[:8] or "nosession"
     tokens = hooks.latest_context_tokens(transcript) if transcript else None

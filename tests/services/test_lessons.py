@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 from helpers import REPO
-from vault_index.engine import fileio
+from vault_index.engine import fileio, guarded_replace
 from vault_index.errors import NotFoundError, UsageError, VaultIndexError
 from vault_index.services import lessons
 
@@ -131,10 +131,11 @@ def test_a_crash_mid_write_leaves_the_file_byte_identical(tmp_path, monkeypatch)
     _add(path, 1)
     before = path.read_bytes()
 
-    def crash(src, dst, **dir_fds):
+    def crash(*args, **dir_fds):
         raise OSError("power cut")
 
     monkeypatch.setattr(fileio.os, "replace", crash)
+    monkeypatch.setattr(guarded_replace, "_rename2", crash)  # the Linux rename (RENAME_EXCHANGE)
     for action in (lambda: _add(path, 2), lambda: lessons.retire(path, "L-0001", "x"),
                    lambda: lessons.supersede(path, "L-0001", "y", "c", "d")):
         with pytest.raises(OSError, match="power cut"):

@@ -79,11 +79,11 @@ def test_bad_configs_get_clear_messages(tmp_path, text, words):
         _vault(tmp_path, text)
 
 
-@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w*)*x", r"^(x+x+)+y$", r"((ab)*)+", r"(?:a|b+)*c"])
-def test_nested_quantifiers_are_refused_at_load(tmp_path, pattern):
-    assert "nests a repeat" in pattern_problem(pattern)
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"^(?=x)x$", r"(?<!a)b"])
+def test_patterns_the_linear_time_engine_cannot_run_are_refused_at_load(tmp_path, pattern):
+    assert "RE2" in pattern_problem(pattern)
     text = f"schema_extensions:\n  code: {{type: string, pattern: '{pattern}'}}\n"
-    with pytest.raises(ConfigError, match=r"schema_extensions\.code\.pattern: nests a repeat"):
+    with pytest.raises(ConfigError, match=r"schema_extensions\.code\.pattern: RE2"):
         _vault(tmp_path, text)
 
 
@@ -98,7 +98,7 @@ def test_ordinary_patterns_pass_and_run_fast(pattern):
 
 
 def test_invalid_and_overlong_patterns_are_refused():
-    assert "not a valid regular expression" in pattern_problem("(unclosed")
+    assert "cannot run it" in pattern_problem("(unclosed")
     assert "longer than" in pattern_problem("a" * 600)
 
 

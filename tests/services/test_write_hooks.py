@@ -6,6 +6,7 @@ import os
 import time
 
 import pytest
+from vault_index.services import hook_trust
 from vault_index.services.vault import Vault
 from vault_index.services.write import Caller, WriteRequest, WriteService
 
@@ -40,7 +41,10 @@ def make_vault(tmp_path, transforms=(), validators=(), timeout=3.0, limits=None)
     (root / ".vault-index" / "config.yaml").write_text(
         "roles: {owner: {read: ['*'], write: ['*'], promote: true}}\ngit: {commit: false}\n"
         f"hooks:\n  pre_write_transform:{block(transforms)}\n  pre_write:{block(validators)}\n")
-    return WriteService(Vault.open(root))
+    vault = Vault.open(root)
+    # The person on this machine trusts these hooks (services/hook_trust.py): they run.
+    hook_trust.record(vault.root, {f".vault-index/hooks/{n}": hook_trust.digest(c.encode()) for n, c in HOOKS.items()})
+    return WriteService(vault)
 
 
 def write(service, body="text\n", **fields):

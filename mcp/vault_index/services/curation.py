@@ -45,6 +45,7 @@ CHECKS = {
     "low_confidence": "warning",
     "unanswered_question": "warning",
     "orphan": "info",
+    "untrusted_hook": "warning",  # a declared vault hook this machine will not run (services/hook_trust.py)
 }
 # Edge kinds that count as "still linked" for deprecated_linked: saying that a note supersedes,
 # contradicts or cites an old one is how it should be retired, not a use of it.
@@ -356,12 +357,22 @@ def review(writer, vault, caller, scope, *, fail_on: str = "never", lint: bool =
     if not curated:
         message = f"{PLAIN_NOTICE}; {message}"
     if lint:
-        issues = lint_notes(notes, today)
+        issues = lint_notes(notes, today) + hook_issues(vault)
         data["issues"] = issues
         data["failed"] = failed(issues, fail_on)
         message += f", {len(issues)} lint findings" + (" (failed)" if data["failed"] else "")
     return {"status": "failed" if data.get("failed") else "ok", "message": message, "path": "", "version": None,
             "data": data}
+
+
+def hook_issues(vault) -> list[dict]:
+    """A lint finding per declared hook that will not run on this machine (not trusted, or changed)."""
+    from vault_index.services import hook_trust
+
+    return [{"check": "untrusted_hook", "severity": CHECKS["untrusted_hook"], "path": state.path, "line": 1,
+             "message": f"not run on writes: {state.problem or 'not trusted here (new or changed content)'}; "
+                        f"review it, then `vault-index trust {vault.root}`"}
+            for state in hook_trust.declared(vault) if not state.trusted]
 
 
 # --- tension log --------------------------------------------------------------------------------
@@ -413,9 +424,13 @@ def log_tension(writer, vault, caller, a: str, b: str, description: str, *,
     and write the collection of at least one: recording is a write to the shared log.
     Returns the write service's outcome (its `message` names the tension id).
     """
+    from vault_index.services.safe_text import text_problem
     from vault_index.services.write import WriteOutcome  # write.py may import decay from here
 
     description = (description or "").strip()
+    if problem := text_problem(description, one_line=False):
+        return WriteOutcome("invalid", TENSIONS_FILE, f"the description {problem}; write plain text",
+                            problems=({"field": "description", "rule": "text", "message": problem},))
     if not description or len(description) > MAX_TENSION_CHARS:
         return WriteOutcome("invalid", TENSIONS_FILE, f"describe the contradiction in 1 to {MAX_TENSION_CHARS} "
                                                       "characters", problems=({"field": "description",

@@ -128,8 +128,17 @@ def validate(fields: dict, schema: dict) -> list[dict]:
     validator = _validator(json.dumps(schema, sort_keys=True)) if id(schema) not in _BY_ID else _BY_ID[id(schema)][1]
     if len(_BY_ID) < MAX_CACHED_SCHEMAS:
         _BY_ID[id(schema)] = (schema, validator)  # the schema is kept alive, so its id stays its own
+    from vault_index.services.schema_safety import UnresolvableRef, iter_errors
+
+    try:
+        errors = iter_errors(validator, _jsonable(fields))
+    except UnresolvableRef as exc:  # a $ref outside the vault's own types: reported, never fetched
+        return [problem("frontmatter", "$ref", f"the schema names a reference outside the vault's own type files "
+                        f"({exc}); fix the type file")]
+    except ValueError as exc:  # a pattern RE2 cannot run (refused at load; this is the last guard)
+        return [problem("frontmatter", "pattern", f"a schema pattern was refused: {exc}")]
     found = []
-    for error in sorted(validator.iter_errors(_jsonable(fields)), key=lambda e: [str(p) for p in e.path]):
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.path]):
         path = ".".join(str(p) for p in error.absolute_path)
         if error.validator == "required":
             missing = error.message.split("'")[1] if "'" in error.message else path
@@ -150,10 +159,9 @@ _BY_ID: dict[int, tuple[dict, object]] = {}
 @lru_cache(maxsize=64)
 def _validator(schema_json: str):
     """One compiled validator per distinct schema (lint checks thousands of notes against a few)."""
-    import jsonschema
+    from vault_index.services.schema_safety import validator_for
 
-    return jsonschema.Draft202012Validator(json.loads(schema_json),
-                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return validator_for(json.loads(schema_json))
 
 
 def _jsonable(value):

@@ -97,7 +97,9 @@ def _apply(service: WriteService, request: WriteRequest, target: Target, old_fie
     body = old_body
     op = request.op
     if op in ("create", "replace"):
-        body = request.body or ""
+        # Trigger: `write --base-version V --set k=v` (no --body) emptied the note and said written.
+        # Outcome: a replace without a body keeps the old one; body "" is the explicit way to empty it.
+        body = old_body if op == "replace" and request.body is None else request.body or ""
         for name, value in (request.frontmatter or {}).items():
             if name in PROTECTED:
                 continue
@@ -120,6 +122,7 @@ def _apply(service: WriteService, request: WriteRequest, target: Target, old_fie
                                        f"{old_fields.get('status')}"))
         problems += fm.promote_problems(old_fields, [n for n, s in service.vault.config["schema_extensions"].items()
                                                      if s.get("required")])
+        problems += _promote_body_and_links(service, old_fields, old_body)
         fields["status"] = "canonical"
     elif op == "deprecate":
         if not (request.reason or "").strip():
@@ -143,6 +146,22 @@ def _apply(service: WriteService, request: WriteRequest, target: Target, old_fie
     else:
         fields.pop("collection", None)
     return fields, body, problems
+
+
+def _promote_body_and_links(service: WriteService, fields: dict, body: str) -> list[dict]:
+    """A canonical note says something, and a superseded_by it carries must name a note that exists.
+
+    Trigger: promote made an empty note canonical, and one whose superseded_by named nothing.
+    """
+    found = []
+    if not body.strip():
+        found.append(fm.problem("body", "complete", "the body is empty; write the note before promoting it"))
+    successor = fields.get("superseded_by")
+    if successor not in (None, "", []):
+        if not isinstance(successor, str) or _existing_note(service, successor) is None:
+            found.append(fm.problem("superseded_by", "exists", f"superseded_by {successor!r} is not a note in this "
+                                    "vault; fix or clear it before promoting"))
+    return found
 
 
 def _created(old, given, stamp: str) -> str:
@@ -246,3 +265,22 @@ def read_view(service: WriteService, caller: Caller, path: str):
     problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
     decay = fm.decay(fields, service.clock(), service.vault.config["decay"]["aging_after_fraction"])
     return NoteView(target.rel, target.collection, fields, body, fileio.file_version(data), tuple(problems), decay)
+
+
+def annotate(service: WriteService, request: WriteRequest, outcome: WriteOutcome) -> WriteOutcome:
+    """The outcome with what the caller must know beyond the status: hooks that did not run here."""
+    from dataclasses import replace
+
+    from vault_index.services import hook_trust
+
+    if request.op == "promote" and outcome.status == "written" and outcome.path.split("/")[0] == "drafts":
+        # promote changes the status only; the file stays where it is, and saying so beats a surprise
+        moved = ("promoted in place: the note is canonical but still in drafts/ (promote never moves a file); "
+                 "move it to its collection if readers of that collection should see it")
+        return replace(outcome, notices=(*outcome.notices, moved))
+    if request.op not in hook_trust.HOOK_OPS or outcome.status in ("denied", "refused", "not_found"):
+        return outcome
+    if not any(service.vault.config["hooks"].get(phase) for phase in ("pre_write_transform", "pre_write")):
+        return outcome
+    extra = tuple(hook_trust.untrusted_notices(service.vault))
+    return replace(outcome, notices=(*outcome.notices, *extra)) if extra else outcome

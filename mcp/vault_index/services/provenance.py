@@ -16,6 +16,7 @@ retry after a restart is answered without writing again, even where commits are 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,7 +34,6 @@ GIT_TIMEOUT_S = 30.0
 MAX_HISTORY = 500
 REQUESTS_DB = "requests.sqlite"
 _IDENTITY = re.compile(r"^\s*(?P<name>[^<>]*?)\s*(?:<(?P<email>[^<>]*)>)?\s*$")
-_FIELD_SEP, _RECORD_SEP = "\x1f", "\x1e"
 
 
 class ProvenanceError(VaultIndexError):
@@ -73,8 +73,14 @@ def commit(root: Path, rel: str, *, identity: str, agent: str | None, role: str 
     message = f"{subject}\n\n{why.strip()}\n\n{trailers}\n" if why and why.strip() else f"{subject}\n\n{trailers}\n"
     spec = f":(literal){rel}"
     _git(root, env, "add", "--", spec)
-    _git(root, env, "-c", "commit.gpgsign=false", "commit", "--only", "--quiet", "--no-edit", "-F", "-", "--", spec,
-         stdin=message)
+    try:
+        _git(root, env, "-c", "commit.gpgsign=false", "commit", "--only", "--quiet", "--no-edit", "-F", "-", "--",
+             spec, stdin=message)
+    except ProvenanceError:
+        # the change must not wait staged for the person's next commit, under their name
+        with contextlib.suppress(ProvenanceError):
+            _git(root, env, "reset", "--quiet", "--", spec)
+        raise
     return _git(root, env, "rev-parse", "HEAD").strip()
 
 
@@ -93,25 +99,33 @@ def _git(root: Path, env: dict, *args: str, stdin: str | None = None) -> str:
 
 
 def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
-    """Commits that touched `rel` (following renames), newest first, with their vault trailers."""
-    fmt = _FIELD_SEP.join(("%H", "%an", "%ae", "%aI", "%s", "%B")) + _RECORD_SEP
-    out = _git(root, dict(os.environ), "log", "--follow", f"--max-count={limit}", f"--format={fmt}", "--",
-               f":(literal){rel}")
+    """Commits that touched `rel` (following renames), newest first, with their vault trailers.
+
+    Trigger: the log was split on \x1e/\x1f and trailers found with a regex over the message, so
+    a reason holding those characters forged whole commits (issue 22).
+    Why: no commit message, name or e-mail can hold a NUL byte (git refuses one), so NUL-separated
+    fields in a fixed count cannot be shifted by what a writer typed; git itself parses the trailers.
+    Outcome: `git log -z` with one NUL-separated field per item, the trailers from `%(trailers:key=...)`
+    (only the message's final trailer block counts, as git reads it), the free text only as `why`.
+    """
+    trailer_fields = [f"%(trailers:key={key},valueonly,separator=%x20,unfold)" for key in TRAILERS]
+    fields = ["%H", "%an", "%ae", "%aI", "%s", *trailer_fields, "%(trailers:only,unfold)", "%b"]
+    out = _git(root, dict(os.environ), "log", "-z", "--follow", f"--max-count={limit}",
+               "--format=" + "%x00".join(fields), "--", f":(literal){rel}")
+    values = out.split("\0")
+    width = len(fields)
     entries = []
-    for record in out.split(_RECORD_SEP):
-        fields = record.strip("\n").split(_FIELD_SEP)
-        if len(fields) < 6:
-            continue
-        commit_id, name, email, when, subject, body = fields[:6]
-        # Trailers are the last paragraph only (as git reads them): a "Vault-Agent: x" line a caller
-        # put in the reason cannot pose as one.
-        paragraphs = body.strip().split("\n\n")
-        trailers = dict(re.findall(r"^(Vault-[A-Za-z-]+):[ \t]*(.*)$", paragraphs[-1], re.M))
-        why = "\n\n".join(paragraphs[1:-1] if trailers else paragraphs[1:]).strip()
+    for start in range(0, len(values) - width + 1, width):
+        commit_id, name, email, when, subject, *rest = (v.strip("\n") for v in values[start:start + width])
+        trailers = dict(zip(TRAILERS, (v.strip() or None for v in rest[:len(TRAILERS)]), strict=True))
+        block, body = rest[len(TRAILERS)], rest[len(TRAILERS) + 1]
+        why = body.strip()
+        if block.strip() and why.endswith(block.strip()):
+            why = why[: -len(block.strip())].strip()
         entries.append({
-            "commit": commit_id, "author": f"{name} <{email}>", "date": when, "subject": subject, "why": why,
-            "agent": trailers.get("Vault-Agent"), "role": trailers.get("Vault-Role"),
-            "request_id": trailers.get("Vault-Request-Id"), "operation": trailers.get("Vault-Operation"),
+            "commit": commit_id.strip(), "author": f"{name} <{email}>", "date": when, "subject": subject, "why": why,
+            "agent": trailers["Vault-Agent"], "role": trailers["Vault-Role"],
+            "request_id": trailers["Vault-Request-Id"], "operation": trailers["Vault-Operation"],
         })
     return entries
 

@@ -49,6 +49,8 @@ def vault_types(state_dir: Path) -> dict[str, dict]:
     """
     import jsonschema
 
+    from vault_index.services.schema_safety import schema_pattern_problems
+
     types = shipped_types()
     folder = state_dir / TYPES_DIR
     if not folder.is_dir() or folder.is_symlink():
@@ -63,6 +65,8 @@ def vault_types(state_dir: Path) -> dict[str, dict]:
                 raise ConfigError(f"{shown}: not a regular file under {MAX_TYPE_SCHEMA_BYTES:,} bytes")
             schema = json.loads(path.read_text(encoding="utf-8"))
             jsonschema.Draft202012Validator.check_schema(schema)
+            if patterns := schema_pattern_problems(schema):
+                raise ConfigError(f"{shown}: pattern {patterns[0]}")
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{shown}: cannot read it as JSON ({exc}); fix or remove the file") from None
         except jsonschema.SchemaError as exc:
@@ -73,10 +77,13 @@ def vault_types(state_dir: Path) -> dict[str, dict]:
 
 def schema_for(core: dict, types: dict[str, dict], fields: dict) -> dict:
     """The schema a note with these `fields` must meet: core, link fields and its type's own."""
+    from vault_index.services.schema_safety import TYPES_BASE, embedded_types
+
     links = links_schema()
     links["properties"]["type"] = {"enum": sorted(types)}
     parts = [core, links]
     kind = fields.get("type")
     if isinstance(kind, str) and kind in types:
-        parts.append({k: v for k, v in types[kind].items() if k not in ("$id", "$schema")})
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "allOf": parts}
+        parts.append({"$ref": f"{kind}.json"})  # its own resource: its "#/..." references stay its own
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{TYPES_BASE}note.json",
+            "allOf": parts, "$defs": embedded_types(types)}

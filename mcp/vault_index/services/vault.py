@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -27,7 +26,6 @@ OWNER = "owner"
 DEFAULT_AGING_FRACTION = 0.75  # aging from 3/4 of ttl_days: time to review before the note turns stale
 DEFAULT_HOOK_TIMEOUT_S = 5.0
 MAX_CONFIG_BYTES = 256_000
-MAX_PATTERN_CHARS = 500
 CORE_FIELDS = ("title", "collection", "status", "confidence", "created", "updated", "updated_by", "sources",
                "superseded_by", "deprecation_reason", "ttl_days", "tags", "questions_answered", "questions_raised")
 GIT_COMMIT_ENV = "VAULT_GIT_COMMIT"  # without a config file, commits happen only when this asks for them
@@ -351,54 +349,17 @@ def hook_path_problem(raw: str) -> str | None:
     return None
 
 
-# --- catastrophic backtracking ----------------------------------------------------------------
+# --- patterns ------------------------------------------------------------------------------------
 
 
 def pattern_problem(pattern: str) -> str | None:
-    """Why a schema pattern is refused: it does not compile, is too long, or nests quantifiers.
+    """Why a schema pattern is refused: RE2 (linear time) cannot run it, or it is too long.
 
-    Trigger: a frontmatter value is matched against the vault's patterns on every write.
-    Why: a nested quantifier such as (a+)+ or (\\w*)* backtracks exponentially on a near-miss,
-    so one crafted value would hang the writer while it holds a document lock.
-    Outcome: such patterns are refused at config load, naming the quantifier; rewrite without the
-    inner repeat (a+ instead of (a+)+).
+    Trigger: a structural check for nested quantifiers missed `^(a|a)*$`, and one note value then
+    hung read and write for over 20 s while the write held the lock (issue 22).
+    Outcome: every vault pattern runs on RE2 (services/schema_safety.py); what RE2 cannot express
+    (backreferences, lookaround) is refused at config load.
     """
-    if len(pattern) > MAX_PATTERN_CHARS:
-        return f"longer than {MAX_PATTERN_CHARS} characters"
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        return f"not a valid regular expression ({exc})"
-    try:
-        import re._parser as sre_parse  # Python 3.11+
-    except ImportError:  # pragma: no cover - 3.10
-        import sre_parse
-    if _nested_repeat(sre_parse.parse(pattern), sre_parse, inside=False):
-        return ("nests a repeat inside a repeat (like (a+)+ or (x*)*), which can take exponential time on "
-                "some values; write it without the inner quantifier")
-    return None
+    from vault_index.services.schema_safety import pattern_problem as re2_problem
 
-
-def _nested_repeat(parsed, sre, inside: bool) -> bool:
-    constants = sre._constants if hasattr(sre, "_constants") else sre
-    repeats = {constants.MAX_REPEAT, constants.MIN_REPEAT}
-    if hasattr(constants, "POSSESSIVE_REPEAT"):
-        repeats.add(constants.POSSESSIVE_REPEAT)
-    for op, arg in parsed:
-        if op in repeats:
-            low, high, sub = arg
-            unbounded = high == constants.MAXREPEAT or high > 1
-            if unbounded and inside:
-                return True
-            if _nested_repeat(sub, sre, inside or unbounded):
-                return True
-        elif op == constants.SUBPATTERN:
-            if _nested_repeat(arg[-1], sre, inside):
-                return True
-        elif op == constants.BRANCH:
-            if any(_nested_repeat(branch, sre, inside) for branch in arg[1]):
-                return True
-        elif op in (constants.ASSERT, constants.ASSERT_NOT):
-            if _nested_repeat(arg[1], sre, inside):
-                return True
-    return False
+    return re2_problem(pattern)

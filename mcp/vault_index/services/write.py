@@ -1,7 +1,7 @@
 """The write service: the one path every curated write takes (notes, lessons, ADRs, handoffs, graph).
 
     authorize -> lock -> check base version -> transform hooks -> validate -> validate hooks
-    -> atomic replace -> re-index -> git commit with provenance -> release
+    -> replace if unchanged on disk -> re-index -> git commit with provenance -> release
 
 `_pipeline` is that sentence; `write` and `edit` (notes) and `update_file` (any curated .md file
 whose new text is computed from its old text under the lock) run through it; `move` takes the same
@@ -26,9 +26,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from vault_index.engine import fileio
+from vault_index.engine import fileio, guarded_replace
 from vault_index.errors import UnsafePathError, UsageError, VaultIndexError, WriteBusyError
-from vault_index.services import provenance
+from vault_index.services import provenance, safe_text
 from vault_index.services.vault import Vault, not_visible
 
 if TYPE_CHECKING:
@@ -156,9 +156,10 @@ class WriteService:
                                            "promote or deprecate"},))
         action = "promote" if request.op == "promote" else "write"
         why = request.reason or f"{request.op} via vault-index"
-        return self._pipeline(caller, request.path, request.op, request.request_id, why, action=action,
-                              compose=lambda target, old, version, alive: notes.compose(
-                                  self, caller, request, target, old, version, alive))
+        outcome = self._pipeline(caller, request.path, request.op, request.request_id, why, action=action,
+                                 compose=lambda target, old, version, alive: notes.compose(
+                                     self, caller, request, target, old, version, alive))
+        return notes.annotate(self, request, outcome)
 
     def edit(self, caller: Caller, request: EditRequest) -> WriteOutcome:
         """prepend, replace_section or find_replace in one note (services/edit_ops.py composes the text)."""
@@ -175,13 +176,15 @@ class WriteService:
     def update_file(self, caller: Caller, path: str, change: Callable[[str | None], str], *, why: str,
                     request_id: str | None = None, collection_check: bool = True, exclusive: bool = False,
                     followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
-                    result: Callable[[], dict | None] | None = None, operation: str = "update") -> WriteOutcome:
+                    result: Callable[[], dict | None] | None = None, operation: str = "update",
+                    commit: bool = True) -> WriteOutcome:
         """The generic pipeline for curated files that are not schema'd notes (lessons.md, ADRs, handoffs).
 
         `change(old_text or None) -> new_text` runs under the lock; it may raise a VaultIndexError to
         refuse (nothing is written, the error propagates). `exclusive`: only create, never replace
         (an existing file answers `stale`). `followups`: late stages (e.g. linking the graph) run after
         the replace; their failures become notices. `result()` is stored with the outcome.
+        `commit` False: never committed, whatever the vault says (session snapshots and handoffs).
         `collection_check` False skips the role check (the local person's own project files).
         """
 
@@ -192,7 +195,7 @@ class WriteService:
             return change(old)
 
         return self._pipeline(caller, path, operation, request_id, why, action="write" if collection_check else None,
-                              compose=compose, followups=followups, result=result)
+                              compose=compose, followups=followups, result=result, commit=commit)
 
     def history(self, caller: Caller, path: str) -> list[dict] | WriteOutcome:
         target, refusal = self.authorize(caller, path, "read")
@@ -244,7 +247,7 @@ class WriteService:
     def _pipeline(self, caller: Caller, path: str, operation: str, request_id: str | None, why: str, *,
                   action: str | None, compose: Compose,
                   followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
-                  result: Callable[[], dict | None] | None = None) -> WriteOutcome:
+                  result: Callable[[], dict | None] | None = None, commit: bool = True) -> WriteOutcome:
         """authorize -> lock -> version check and compose (hooks, validation) -> atomic replace -> re-index
         -> follow-ups -> git commit -> release. The lock is released in `finally`."""
         times = self.last_times = StageTimes()
@@ -253,6 +256,8 @@ class WriteService:
                                        or any(c in request_id for c in "\r\n\x00")):
             return WriteOutcome("invalid", str(path), "request_id must be one line of at most "
                                 f"{MAX_REQUEST_ID_CHARS} characters")
+        if unsafe := safe_text.unsafe_write(caller, path, why):
+            return unsafe
         target, refusal = self.authorize(caller, path, action)
         if refusal:
             return refusal
@@ -279,7 +284,7 @@ class WriteService:
             try:
                 started = times.mark("lock", started)
                 return self._locked(caller, target, folder, operation, request_id, why, compose, followups,
-                                    result, lock, times, started)
+                                    result, lock, times, started, commit)
             finally:
                 lock.release()
         except UnsafePathError as exc:
@@ -292,7 +297,7 @@ class WriteService:
                 os.close(locks)
 
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
-                times, started) -> WriteOutcome:
+                times, started, wants_commit=True) -> WriteOutcome:
         if request_id and (first := self._answered(caller, request_id)) is not None:
             # Trigger: the id already answered a write of another file. Why: reporting that outcome
             # would tell the caller this note was written when it was not. Outcome: refused. An ADR
@@ -319,9 +324,17 @@ class WriteService:
             return WriteOutcome("unchanged", target.rel, f"{target.rel} already holds that text", version=version)
         lock.refresh()
         try:
-            fileio.atomic_replace(folder, target.parts[-1], data, stat.S_IMODE(info.st_mode) if info else None)
+            # only if the file still holds `old`: a person's save meanwhile wins (engine/guarded_replace.py)
+            changed = guarded_replace.replace_unchanged(folder, target.parts[-1], data,
+                                                        stat.S_IMODE(info.st_mode) if info else None, old)
         except OSError as exc:
             return _failed(target, exc)
+        if changed is not None:
+            from vault_index.services.write_conflicts import lost_race
+
+            outcome = lost_race(target, folder, data, version, changed)
+            self._record_rejection(target, outcome, caller, request_id)
+            return outcome
         started = times.mark("replace", started)
         request_id = request_id or uuid.uuid4().hex
         new_version = fileio.file_version(data)
@@ -339,7 +352,7 @@ class WriteService:
         started = times.mark("followups", started)
         extra = result() if result else None
         lock.refresh()
-        commit = self._commit(caller, target, operation, request_id, why, notices)
+        commit = self._commit(caller, target, operation, request_id, why, notices) if wants_commit else None
         times.mark("commit", started)
         outcome = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version,
                                notices=tuple(notices), commit=commit, result=extra)

@@ -13,24 +13,26 @@ Why: a thread cannot be stopped, so a hook that loops forever would hold the loc
 child process can be killed at its deadline (and a crash in it cannot take the server down).
 Outcome: each hook runs in `python -I` with its time limit; the cost (~30 ms a hook) is paid only
 by vaults that declare hooks.
+
+Trust: a hook runs only when this machine's trust record names its exact content
+(services/hook_trust.py), and then with PATH, HOME and LANG as its whole environment.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_index.engine.fileio import open_folder, read_current
-from vault_index.errors import UnsafePathError
+from vault_index.services import hook_trust
 from vault_index.services.frontmatter import problem
 from vault_index.services.vault import Vault, hook_path_problem
 
 RESULT_MARK = "\x1evault-hook-result "
 MAX_HOOK_OUTPUT = 1_000_000
+SKIPPED = object()  # an untrusted hook's "outcome": not run (services/hook_trust.py)
 _RUNNER = r"""
 import json, sys
 payload = json.loads(sys.stdin.read())
@@ -56,6 +58,8 @@ def run_phase(vault: Vault, phase: str, fields: dict, context: dict,
         alive()  # refresh the document lock's lease between hooks
         where = f"hook:{hook['path']}"
         outcome, error = _run_one(vault.root, hook["path"], hook["timeout_s"], fields, context)
+        if outcome is SKIPPED:
+            continue
         if error:
             problems.append(problem(where, "hook", f"{hook['path']}: {error}"))
         elif phase == "pre_write_transform":
@@ -83,27 +87,22 @@ def _issues(path: str, outcome) -> list[dict]:
 
 
 def _run_one(root: Path, raw: str, timeout: float, fields: dict, context: dict):
-    """(value the hook returned, None) or (None, what went wrong)."""
+    """(value the hook returned, None), (None, what went wrong) or (SKIPPED, None) for an untrusted hook.
+
+    The bytes hashed for the trust check are the bytes sent to the child (never a second read).
+    """
     if problem_text := hook_path_problem(raw):
         return None, problem_text
-    parts = Path(raw).parts
-    try:
-        folder = open_folder(root, parts[:-1])
-    except (UnsafePathError, OSError) as exc:
-        return None, f"cannot open its folder ({exc})"
-    try:
-        source, _ = read_current(folder, parts[-1], raw)
-    except (UnsafePathError, OSError) as exc:
-        return None, str(exc)
-    finally:
-        os.close(folder)
+    source, error = hook_trust.read_hook(root, raw)
     if source is None:
-        return None, "the file does not exist"
+        return None, error
+    if not hook_trust.is_trusted(root, raw, hook_trust.digest(source)):
+        return SKIPPED, None  # reported as a notice on the outcome (WriteService.write), never run
     payload = json.dumps({"path": raw, "source": source.decode("utf-8", "replace"), "frontmatter": fields,
                           "context": context}, default=str)
     try:
         done = subprocess.run([sys.executable, "-I", "-c", _RUNNER], input=payload, capture_output=True, text=True,
-                              cwd=root, timeout=timeout, check=False)
+                              cwd=root, timeout=timeout, check=False, env=hook_trust.hook_environment())
     except subprocess.TimeoutExpired:
         return None, f"took longer than its {timeout:g} s limit and was stopped"
     out = done.stdout[-MAX_HOOK_OUTPUT:]

@@ -20,6 +20,7 @@ from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
 from vault_index.surfaces.cli_links import add_parsers as add_link_parsers
+from vault_index.surfaces.cli_trust import add_parsers as add_trust_parsers
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client starts it this way); "
@@ -239,6 +240,7 @@ def cmd_remove(app, args) -> int:
 def cmd_status(app, args) -> int:
     _adopt(app, args)
     status = app.status(probe_models=True)
+    status["notices"] = [*status["notices"], *_hook_notices(app)]
     if args.json:
         print(_json(status))
         return 0
@@ -253,6 +255,16 @@ def cmd_status(app, args) -> int:
     for notice in status["notices"]:  # rebuilt after damage, read-only: said every time it holds
         print(f"notice    {notice}")
     return 0
+
+
+def _hook_notices(app) -> list[str]:
+    """Hooks of the working vault that writes will not run (untrusted or changed): status says so."""
+    from vault_index.services import hook_trust
+
+    try:
+        return hook_trust.untrusted_notices(app.vault(None))
+    except (VaultIndexError, OSError):
+        return []
 
 
 def cmd_migrate(app, args) -> int:
@@ -488,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_options(p)
     p.set_defaults(run=cmd_serve)
     add_token_parsers(sub, common)
+    add_trust_parsers(sub, common)
     return parser
 
 
@@ -512,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # eval and bench open their own indexes; serve opens one inside the server.
         # graph commands read the memory file only.
-        quiet = ("bench", "serve", "eval", "watch", "token", "migrate")
+        quiet = ("bench", "serve", "eval", "watch", "token", "migrate", "trust")
         app = None if args.command in quiet else App.open(start=getattr(args, "vault", None))
         try:
             return args.run(app, args)

@@ -303,7 +303,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("write", parents=[*parents, retry],
                        help="create a note (or replace it, with --base-version); never sets canonical")
     p.add_argument("path")
-    p.add_argument("--body", help="the body text")
+    p.add_argument("--body", help="the body text (a replace without --body/--file keeps the body; --body '' "
+                   "empties it)")
     p.add_argument("--file", help="read the body (or a whole note with frontmatter) from a file; '-' is stdin")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a frontmatter field (repeatable); a list as JSON: --set 'tags=[\"a\", \"b\"]'")
