@@ -102,7 +102,7 @@ def test_versions_and_names_agree():
     plugin, market = _load(PLUGIN), _load(MARKETPLACE)
     assert plugin["version"] == version
     [entry] = [p for p in market["plugins"] if p["name"] == plugin["name"]]
-    assert entry["source"] == "./"
+    assert entry["source"] == "./plugin"  # the links of plugin/, not the whole clone (no .venv)
     assert entry.get("version", version) == version
 
 
