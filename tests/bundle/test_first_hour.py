@@ -123,6 +123,9 @@ def _added_server(first_hour, other: Path) -> list[str]:
     return [entry["command"], *entry.get("args", [])]
 
 
+# Also `extras`: without the claude CLI it runs the same command line itself (the README's run);
+# .ci/run's -m extras runs it again with the real `claude mcp add`.
+@pytest.mark.extras
 def test_setup_keeps_the_example_vault_out_and_another_project_never_sees_it(first_hour, tmp_path):
     assert "example vault is not indexed" in first_hour["setup"]
     # the install step is the long wait: setup says how long before pip goes quiet
