@@ -9,8 +9,9 @@
    installed, otherwise venv + pip; it says which);
 2. .mcp.json (the vault-index MCP server) and the hooks in .claude/settings.json, merged into
    whatever is there: entries of your own are never changed or removed;
-3. indexes notes/ and your personal folder (~/.mcp-memory/personal: the lessons, decision records
-   and handoffs that /learn, /adr and /handoff write from this clone) into your personal index,
+3. indexes notes/ and your personal folder (~/.mcp-memory/personal: your own notes in its notes/,
+   and the lessons, decision records and handoffs that /learn, /adr and /handoff write from this
+   clone) into your personal index,
    ~/.mcp-memory/vault-index.db. The example vault goes only into the demo index (--demo), so it
    never answers a real question (docs/adr/0012-projects-and-collections.md);
 4. runs the invariants (scripts/invariants.py) and says what to do next.
@@ -62,6 +63,19 @@ def personal_db() -> Path:
 
 def demo_db() -> Path:
     return index_home() / "demo" / "vault-index.db"
+
+
+def clone_notes_notice(root: Path, personal: Path) -> str | None:
+    """What to tell a person whose notes sit in the clone's notes/ (git-ignored, still indexed),
+    or None when it holds only its README. Not moved for them: they are the person's files."""
+    folder = root / "notes"
+    if not folder.is_dir():
+        return None
+    theirs = sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / "README.md")
+    if not theirs:
+        return None
+    return (f"setup: notes/ in this clone holds {len(theirs)} file(s) of yours (indexed, git-ignored), but "
+            f"`git clean -fdx` or a new clone loses them: move them to {personal / 'notes'}, indexed the same way")
 
 
 def demo_in_index(db: Path) -> bool:
@@ -241,8 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     cli = BIN / "vault-index"
     (ROOT / "notes").mkdir(parents=True, exist_ok=True)
     personal = personal_folder()
-    for folder in ("docs/adr", "docs/handoffs"):
+    for folder in ("docs/adr", "docs/handoffs", "notes"):
         (personal / folder).mkdir(parents=True, exist_ok=True)
+    notice = clone_notes_notice(ROOT, personal)
+    if notice:
+        print(notice)
     db = personal_db()
     if demo_in_index(db):
         # Trigger: setups before 0012 put the example vault into the one shared index.
@@ -286,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f'Demo: VAULT_INDEX_DB={demo_db()} {rel(cli)} search "{DEMO_QUESTION}"')
     else:
         print("The example vault is not indexed: `python3 setup.py --demo` puts it in a demo index of its own.")
-    print(f"Lessons, decision records and handoffs you write from here go to {personal}.")
+    print(f"Lessons, decision records and handoffs you write from here go to {personal}; "
+          f"your own notes go in {personal / 'notes'} (indexed, and outside this clone).")
     print("Walkthrough: docs/getting-started.md")
     return checks.returncode
 

@@ -26,6 +26,33 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
+def _require_postgres_extra(server: bool = True) -> None:
+    """Import the `postgres` extra (pgserver only with `server`), or skip the calling test saying so (fail under
+    VAULT_REQUIRE_POSTGRES=1, as in CI). Tests reach it through a fixture, never at module level,
+    so the README's `pytest -q` collects every module on a machine without the extra."""
+    try:
+        if server:
+            with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (falls back to /tmp)
+                warnings.simplefilter("ignore")
+                import pgserver  # noqa: F401 - the `postgres` extra
+        import psycopg  # noqa: F401
+        from pgvector.psycopg import register_vector  # noqa: F401
+    except ImportError as exc:
+        if os.environ.get("VAULT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"VAULT_REQUIRE_POSTGRES=1 but the postgres extra is missing: {exc}")
+        pytest.skip(f"POSTGRESQL BACKEND NOT TESTED: {exc} (pip install -e '.[postgres]')")
+
+
+@pytest.fixture(scope="session")
+def pg_store_module():
+    """vault_index.engine.pg_store (it imports psycopg), for tests of its pure functions that need
+    no server; skips like pg_server_url without the extra."""
+    _require_postgres_extra(server=False)
+    import vault_index.engine.pg_store as pg_store
+
+    return pg_store
+
+
 @pytest.fixture(scope="session")
 def pg_server_url():
     """A real PostgreSQL with pgvector for the whole session: VAULT_TEST_PG_URL when set, else a
@@ -37,16 +64,10 @@ def pg_server_url():
         yield url
         return
     required = os.environ.get("VAULT_REQUIRE_POSTGRES") == "1"
-    try:
-        with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (it falls back to /tmp)
-            warnings.simplefilter("ignore")
-            import pgserver  # noqa: F401 - the `postgres` extra
-        import psycopg  # noqa: F401
-        from pgvector.psycopg import register_vector  # noqa: F401
-    except ImportError as exc:
-        if required:
-            pytest.fail(f"VAULT_REQUIRE_POSTGRES=1 but the postgres extra is missing: {exc}")
-        pytest.skip(f"POSTGRESQL BACKEND NOT TESTED: {exc} (pip install -e '.[postgres]')")
+    _require_postgres_extra()
+    with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (it falls back to /tmp)
+        warnings.simplefilter("ignore")
+        import pgserver  # the `postgres` extra, present: _require_postgres_extra imported it
     folder = Path(tempfile.mkdtemp(prefix="vault-index-pg-"))
     try:
         server = pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
@@ -190,3 +211,19 @@ def vault(tmp_path) -> Path:
     write(root, "secrets/keys.md", SECRET)
     write(root, ".hidden/notes.md", "# Hidden\n\nzanzibarhidden text\n")
     return root
+
+
+# Fixtures that exist only with an extra installed (the postgres extra): a test that uses one,
+# directly or through another fixture, or runs on the PostgreSQL backend, is an `extras` test.
+EXTRA_FIXTURES = frozenset({"pg_server_url", "pg_store_module"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that need an extra as `extras` (the real-client modules mark themselves), so
+    .ci/run runs them alone (`-m extras`) once it has installed the extras, after the README's
+    `pytest -q` ran the whole suite without them."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if EXTRA_FIXTURES & set(getattr(item, "fixturenames", ())) or (
+                callspec is not None and callspec.params.get("backend") == "postgresql"):
+            item.add_marker(pytest.mark.extras)

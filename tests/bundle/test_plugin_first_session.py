@@ -19,6 +19,7 @@ from claude_harness import FINAL_TEXT, ROOT, VENV_PYTHON, FakeApiHandler, FakeMo
 from helpers import claude_cli
 
 pytestmark = [
+    pytest.mark.extras,  # .ci/run installs the claude CLI, then runs these with -m extras
     pytest.mark.skipif(claude_cli() is None, reason="the claude CLI is not installed (set CLAUDE_CLI)"),
     pytest.mark.skipif(not VENV_PYTHON.exists(), reason=f"no {VENV_PYTHON}: run setup.py first"),
 ]

@@ -59,6 +59,7 @@ NEW_NOTE = "# Antenna\n\nThe quokkaflux antenna sits on the shed roof, pointing 
 
 
 pytestmark = [
+    pytest.mark.extras,  # .ci/run installs the claude CLI, then runs these with -m extras
     pytest.mark.skipif(
         claude_cli() is None,
         reason="the claude CLI is not installed (npm install @anthropic-ai/claude-code, or set CLAUDE_CLI); "

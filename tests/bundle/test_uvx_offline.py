@@ -41,6 +41,7 @@ def _uv() -> str | None:
 
 
 pytestmark = [
+    pytest.mark.extras,  # .ci/run installs uv, then runs this with -m extras
     pytest.mark.skipif(_uv() is None, reason="uv is not installed (pip install uv, or set UV); "
                        "the uvx install cannot be built"),
     pytest.mark.skipif(not SETUP_CLI.exists(), reason=f"no {SETUP_CLI}: run setup.py first"),

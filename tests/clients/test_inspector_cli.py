@@ -31,11 +31,11 @@ def inspector() -> str | None:
     return chosen if chosen and Path(chosen).exists() else None
 
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.extras, pytest.mark.skipif(  # .ci/run installs it, then runs -m extras
     inspector() is None,
     reason="MCP_INSPECTOR_CLI is not set and .ci-tools has no MCP Inspector: the TypeScript-client tests are "
            "SKIPPED (npm install --prefix .ci-tools @modelcontextprotocol/inspector@2.12.0, as .ci/run does)",
-)
+)]
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,14 @@ from conftest import database_url
 from vault_index.engine.chunk import chunk_note
 from vault_index.engine.parse import parse_note
 
-psycopg = pytest.importorskip("psycopg")
-pg_store = pytest.importorskip("vault_index.engine.pg_store")
+# Every test here needs the postgres extra (a server, or engine/pg_store, which imports psycopg):
+# they get it through fixtures that skip without it, so the module collects on a machine without it.
+pytestmark = pytest.mark.extras
+
+
+@pytest.fixture
+def pg_store(pg_store_module):
+    return pg_store_module  # engine/pg_store, or a skip without the postgres extra
 
 
 @pytest.fixture
@@ -26,7 +32,9 @@ def _put(store, source_id: int, path: str, text: str) -> None:
     store.replace_file(source_id, path, (1.0, len(text)), f"h-{path}-{len(text)}", note, chunk_note(note))
 
 
-def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_url):
+def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_url, pg_store):
+    import psycopg  # the postgres extra: present, since pg_server_url did not skip
+
     name = f"t_fresh_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_server_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -56,7 +64,7 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_accepted():
+def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_accepted(pg_store):
     assert pg_store.parse_match('"apple"') == (["apple"], "OR")
     assert pg_store.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
     assert pg_store.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
@@ -106,7 +114,7 @@ def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database):
+def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database, pg_store):
     store = pg_store.PgStore(pg_database(), hnsw_min_vectors=300)
     try:
         sid = store.add_source("/v")
@@ -142,7 +150,7 @@ def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_
         store.close()
 
 
-def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database):
+def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database, pg_store):
     store = pg_store.PgStore(pg_database())
     try:
         sid = store.add_source("/v")
@@ -160,7 +168,7 @@ def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database):
         store.close()
 
 
-def test_ef_search_is_the_factor_times_the_wanted_vectors_within_pgvectors_bounds():
+def test_ef_search_is_the_factor_times_the_wanted_vectors_within_pgvectors_bounds(pg_store):
     from vault_index.engine.pg_store import HNSW_EF_SEARCH_FACTOR, HNSW_EF_SEARCH_MAX, ef_search_for
 
     assert ef_search_for(100) == HNSW_EF_SEARCH_FACTOR * 100  # what the fusion asks: 2 x 50

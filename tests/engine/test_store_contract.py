@@ -33,11 +33,8 @@ def test_sqlite_store_implements_the_contract(tmp_path):
     store.close()
 
 
-def test_postgres_store_implements_the_contract():
-    pytest.importorskip("psycopg")
-    from vault_index.engine.pg_store import PgStore
-
-    _check(PgStore)
+def test_postgres_store_implements_the_contract(pg_store_module):
+    _check(pg_store_module.PgStore)
 
 
 def test_a_url_that_is_not_postgresql_is_refused_with_its_password_hidden(tmp_path):

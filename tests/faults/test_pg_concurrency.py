@@ -23,8 +23,7 @@ from helpers import FakeEmbedder, make_settings, write
 from vault_index.engine.models import Models
 from vault_index.services.app import App
 
-pytestmark = pytest.mark.faults
-pytest.importorskip("psycopg")
+pytestmark = [pytest.mark.faults, pytest.mark.extras]  # the postgres extra, through pg_database
 
 TESTS = Path(__file__).resolve().parents[1]
 NOTES = 40  # in each checkout at the start; B ends with one added and one deleted

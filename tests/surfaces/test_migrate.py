@@ -6,12 +6,9 @@ from __future__ import annotations
 import subprocess
 from dataclasses import replace
 
-import pytest
 from helpers import CLI, FakeEmbedder, cli_env, make_settings
 from vault_index.engine.models import Models
 from vault_index.services.app import App
-
-pytest.importorskip("psycopg")
 
 QUERIES = ("brake pads groove", "garden soil compost", "sourdough starter", "old runbook deprecated", "chain")
 

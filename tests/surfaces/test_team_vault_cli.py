@@ -8,10 +8,7 @@ import json
 import shutil
 import subprocess
 
-import pytest
 from helpers import CLI, cli_env, write
-
-pytest.importorskip("psycopg")
 
 
 def run(env, *args, check: bool = True) -> subprocess.CompletedProcess:

@@ -48,10 +48,10 @@ DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 INTRO = (
     "Lessons learned while building and running this project. Each one is a directive, the\n"
-    "event that taught it and a way to detect a repeat. Add them with `scripts/learn.py` or the\n"
-    "lesson tools; nothing here is deleted: a lesson that stops holding is superseded by a newer\n"
-    "one or retired with a reason.\n"
-)
+    "event that taught it and a way to detect a repeat. Add them with /learn in Claude Code (the\n"
+    "vault-index lesson tools); nothing here is deleted: a lesson that stops holding is superseded\n"
+    "by a newer one or retired with a reason.\n"
+)  # names no script: this header lands in any project's docs/lessons.md, which has no scripts/learn.py
 
 
 @dataclass(frozen=True)
