@@ -91,9 +91,9 @@ class App:
             return None
         return lambda source: not under_any(str(source), hidden)
 
-    def adopt_workspace(self, progress=None) -> SyncReport | None:
+    def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
         """Register the project's own folders (docs/, notes/) that no visible source covers, and
-        bring them up to date; None when there is nothing of the project's to index."""
+        bring them up to date (`embed`: their vectors too); None when the project has none."""
         visible = [Path(p) for p in (self.visible_roots() or [p for _, p in self.store.sources()])]
         wanted = [str(f) for f in self.workspace.own_folders()
                   if not any(f == root or root in f.parents for root in visible)]
@@ -103,7 +103,7 @@ class App:
             return None
         scope_of = lambda p: self.workspace.scope_for(p, by_agent=False)  # noqa: E731
         # the project's sources registered before are brought up to date with the new ones
-        return indexer.sync(self.store, self.models, [*wanted, *ours], progress, scope_of=scope_of)
+        return indexer.sync(self.store, self.models, [*wanted, *ours], progress, embed=embed, scope_of=scope_of)
 
     def close(self) -> None:
         self.store.close()

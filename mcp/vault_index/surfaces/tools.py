@@ -196,7 +196,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def adopt() -> None:
         """Index the project's docs/ and notes/ before the first answer (after the handshake, so
-        start-up stays light); a failure is logged, and the tools answer from what is there."""
+        start-up stays light): keywords now, their vectors on a thread, so a large docs folder
+        never holds the first answer for minutes. A failure is logged; the index as it is answers."""
         if adopted.is_set():
             return
         with index_lock:
@@ -205,10 +206,19 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
             try:
                 if not indexer:
                     indexer.append(app.reopen())
-                indexer[0].adopt_workspace()
+                report = indexer[0].adopt_workspace(embed=False)
+                if report is not None:
+                    threading.Thread(target=embed_adopted, daemon=True, name="adopt-vectors").start()
             except Exception as exc:  # noqa: BLE001 - the index as it is still answers
                 tool_errors.log_failure("adopt_workspace", exc)
             adopted.set()
+
+    def embed_adopted() -> None:
+        with index_lock:
+            try:
+                indexer[0].adopt_workspace()
+            except Exception as exc:  # noqa: BLE001 - keyword search of those notes still works
+                tool_errors.log_failure("adopt_workspace", exc)
 
     def who(ctx):
         """(vault, caller, scope) for this request; a broken config is a tool error that says where."""
