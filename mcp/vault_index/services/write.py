@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from vault_index.engine import fileio
+from vault_index.engine.doc_locks import SharedDocumentLock
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
 from vault_index.services import provenance
 from vault_index.services.vault import Vault, not_visible
@@ -241,12 +242,13 @@ class WriteService:
             return WriteOutcome("refused", target.rel, f"{target.rel}: {exc}")
         except OSError as exc:
             return _failed(target, exc)
-        locks = None
+        locks: list[int] = []
         try:
-            os.close(fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None))
-            locks = fileio.machine_locks_dir()
-            lock = fileio.DocumentLock(locks, fileio.document_key(folder, target.parts[-1]), caller.identity,
-                                       wait=self.lock_wait, shown=target.rel)
+            # The vault's own lock folder (every writer of this vault) and the user's (every root of this user)
+            locks.append(fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None))
+            locks.append(fileio.machine_locks_dir())
+            lock = SharedDocumentLock(tuple(locks), fileio.document_key(folder, target.parts[-1]), caller.identity,
+                                      wait=self.lock_wait, shown=target.rel)
             try:
                 lock.acquire()
             except WriteBusyError as exc:
@@ -263,8 +265,8 @@ class WriteService:
             return _failed(target, exc)
         finally:
             os.close(folder)
-            if locks is not None:
-                os.close(locks)
+            for fd in locks:
+                os.close(fd)
 
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
                 times, started) -> WriteOutcome:
