@@ -54,7 +54,8 @@ def test_a_book_full_of_approved_clients_refuses_rather_than_evicts(tmp_path, mo
             info = OAuthClientInformationFull(client_id=f"c{n}", redirect_uris=["https://claude.ai/cb"])
             await provider.register_client(info)
             params = oauth.AuthorizationParams(state="s", scopes=[], code_challenge="x" * 43,
-                                               redirect_uri="https://claude.ai/cb", redirect_uri_provided_explicitly=True)
+                                               redirect_uri="https://claude.ai/cb",
+                                               redirect_uri_provided_explicitly=True)
             consent = await provider.authorize(await provider.get_client(f"c{n}"), params)
             target, _ = provider.approve(parse_qs(urlsplit(consent).query)["request"][0], secret)
             assert target is not None
