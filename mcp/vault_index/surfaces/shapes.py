@@ -102,7 +102,8 @@ class AdrOut(BaseModel):
 class OutcomeOut(BaseModel):
     """One shape for every answer of the curated vault tools: status first, then the details."""
 
-    status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused")
+    status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused, "
+                        "conflict")
     message: str
     path: str = ""
     version: str | None = None
