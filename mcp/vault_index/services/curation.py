@@ -19,6 +19,7 @@ from pathlib import Path
 
 from vault_index.engine import links as links_rules
 from vault_index.services import frontmatter as frontmatter_rules
+from vault_index.services.safe_git import SAFE_OPTIONS
 
 DEFAULT_AGING_FRACTION = 0.75   # aging from 3/4 of ttl_days on (config: decay.aging_after_fraction)
 OLD_DRAFT_DAYS = 30             # a draft untouched this long is reported
@@ -298,8 +299,8 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
     """
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--relative", "--name-only",
-             "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."],
+            ["git", *SAFE_OPTIONS, "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--relative",
+             "--name-only", "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."],
             capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
