@@ -255,6 +255,7 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
     import uvicorn
 
     from vault_index.services.app import App
+    from vault_index.surfaces.http_server import uvicorn_options
 
     check_startup(config, TokenStore(config.credentials))
     app = App.open()
@@ -267,7 +268,7 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
             _, stop, _ = start_in_background(lambda: App.open(app.settings, models=app.models))
         uvicorn.run(asgi, host=config.host, port=config.port, log_level="warning", ssl_certfile=config.tls_cert,
                     ssl_keyfile=config.tls_key, proxy_headers=config.behind_tls_proxy, lifespan="on",
-                    timeout_graceful_shutdown=5)
+                    timeout_graceful_shutdown=5, **uvicorn_options())
     finally:
         if stop is not None:
             stop.set()
