@@ -21,3 +21,19 @@ def test_a_hidden_target_and_a_missing_one_read_the_same(app, vault, tmp_path): 
     assert hidden["target"] is None and missing["target"] is None
     same_shape = {k: v for k, v in hidden.items() if k not in ("raw", "line")}
     assert same_shape == {k: v for k, v in missing.items() if k not in ("raw", "line")}
+
+
+def test_a_name_shared_with_a_hidden_note_is_not_ambiguous_for_the_limited_role(app, vault, tmp_path):  # noqa: F811
+    write(vault, "alpha/dup.md", note("dup", "the alpha one"))
+    write(vault, "beta/dup.md", note("dup", "the hidden one"))
+    write(vault, "alpha/asks.md", note("asks", "see [[dup]]"))
+    app.index([str(vault)])
+    seen = {}
+    for role in ("alpha_reader", "admin"):
+        (result,) = call_as(app, vault, role, [("note_links", {"direction": "links", "path": "alpha/asks.md"})],
+                            tmp_path)
+        (seen[role],) = result.structured_content["data"]["results"]
+    assert seen["admin"]["status"] == "ambiguous"
+    # as if beta/dup.md did not exist: old code said "ambiguous", telling of a hidden note named dup
+    assert seen["alpha_reader"]["status"] == "resolved"
+    assert seen["alpha_reader"]["target"] == str(vault / "alpha" / "dup.md")

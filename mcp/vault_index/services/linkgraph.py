@@ -52,21 +52,13 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
         rows = store.links("backlinks", note, kinds=kinds)
         results = [r for r in rows if can_read(Path(r["path"]))]
     elif direction == "links":
-        rows = store.links("outgoing", note)
-        results = [_as_seen(r, can_read) for r in rows if not kinds or r["kind"] in kinds]
+        rows = store.links("outgoing", note, keep=lambda p: can_read(Path(p)))  # hidden reads as missing
+        results = [r for r in rows if not kinds or r["kind"] in kinds]
     elif direction == "neighbors":
         results = store.links("neighbors", note, depth=depth, kinds=kinds, keep=lambda p: can_read(Path(p)))
     else:
         results = related(app, note, query, kinds, limit, can_read)
     return {"direction": direction, "note": note, "query": query, "results": results[:limit]}
-
-
-def _as_seen(row: dict, can_read: Callable[[Path], bool]) -> dict:
-    """An outgoing link as the caller may see it: one to a note it cannot read reads exactly like a
-    link to no note (unresolved, no target), so a limited role cannot tell hidden names from missing."""
-    if row["target"] is None or can_read(Path(row["target"])):
-        return row
-    return {**row, "target": None, "status": "unresolved"}
 
 
 def related(app, note: str | None, query: str | None, kinds: list[str], limit: int,
