@@ -1,7 +1,7 @@
 """The hooks' input and exit plumbing, importing `os` and `sys` only (`json` when a payload is parsed).
 
 The re-index hook runs after every edit and, while a server runs, only reads its payload and
-forwards the bytes over a socket: this is all it imports before that (json pulls in re; pathlib
+sends the note's path over a socket: this is all it imports before that besides json (pathlib
 and the transcript reader in _hooklib.py cost it tens of milliseconds more under load).
 _hooklib.py re-exports everything here.
 """

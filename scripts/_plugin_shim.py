@@ -52,6 +52,19 @@ def load_snapshot() -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def parse_line(line: str | bytes) -> object | None:
+    """One JSON-RPC line, or None when it is not JSON.
+
+    Trigger: one line nested a few thousand levels deep raised RecursionError (not a ValueError)
+    out of json.loads and ended the shim, and the server with it, for the session (issue 22).
+    Outcome: both are a bad line; the caller answers a parse error and reads the next one.
+    """
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
 class Shim:
     """Holds the one state there is: the client's handshake, the build's outcome, the child."""
 
@@ -164,11 +177,9 @@ class Shim:
         init["id"] = SHIM_ID
         self._child_write(init)
         for raw in self.child.stdout:  # its answer to the replayed handshake is ours, not the client's
-            try:
-                if json.loads(raw).get("id") == SHIM_ID:
-                    break
-            except ValueError:
-                continue
+            answer = parse_line(raw)
+            if isinstance(answer, dict) and answer.get("id") == SHIM_ID:
+                break
         else:
             self.error = "vault-index's server stopped during its start; run /mcp to see its log"
             return False
@@ -216,9 +227,9 @@ class Shim:
                 self.start_child_soon()
             if not line.strip():
                 continue
-            try:
-                message = json.loads(line)
-            except ValueError:
+            message = parse_line(line)
+            if message is None:  # not JSON, or nested past the parser's depth: say so, keep serving
+                self.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
                 continue
             if self.child_up.is_set():
                 self.forward(message)

@@ -10,11 +10,11 @@ A FIFO or device named like a note is refused when opened, without blocking (eng
 
 The index decides what counts: App.reindex_file ignores files outside registered sources,
 under secrets/ or hidden folders, and non-notes. When no index file exists yet (opening one
-would create it) the hook stops there. When a server runs on the same index, the hook forwards
-its payload, unparsed, over the index's socket and returns: the server reads the path out of it
-with the rules below and has the model loaded (ADR 0010). Otherwise, before paying for the
-package import (about 130 ms), the hook drops the cheap cases itself: no file path, a failed
-tool, a suffix that is never a note (most edits in a code repository), then re-indexes in its
+would create it) the hook stops there. The hook then parses its payload and drops the cheap
+cases itself: no file path, a failed tool, a suffix that is never a note (most edits in a code
+repository). When a server of this user runs on the same index (a socket, not a link, owned by
+this user, and a peer with this uid), the hook sends it the note's path alone and returns: the
+server has the model loaded (ADR 0010). Otherwise it re-indexes in its
 own process.
 """
 
@@ -46,21 +46,22 @@ def main() -> None:
         return
     hooks.ensure_package()
     # Trigger: with a server running, this is all an edit costs; it ran at 3x `python -c pass`
-    # under load when it imported config (dataclasses, pathlib, hashlib) and the server's side,
-    # and still at 2x with json and socket. Outcome: two modules that import os and _socket only
-    # (locations, edit_client); the payload goes to the server unparsed (issue 13).
+    # under load when it imported config (dataclasses, pathlib, hashlib) and the server's side.
+    # Outcome: two modules that import os and _socket only (locations, edit_client), plus json.
     from vault_index.locations import default_db_path
-    from vault_index.services.edit_client import edited_note, hand_off_payload
+    from vault_index.services.edit_client import edited_note, hand_off
 
     db_path = default_db_path()
     if not os.path.exists(db_path):
         return  # nothing indexed yet, so nothing to keep fresh
     base = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    if raw.strip() and hand_off_payload(db_path, raw, base) is not None:
-        return  # a running server re-indexes it with its loaded model (ADR 0010), or it is no note
+    # Trigger: the whole payload (a Write's file content included) went to the socket (issue 22).
+    # Outcome: parse here (json costs ~6 ms) and send the server the note's path alone.
     path = edited_note(hooks.parse_payload(raw), base)
     if path is None:
         return  # no path, a failed tool, or a suffix that is never a note
+    if hand_off(db_path, path) is not None:
+        return  # a running server (this user's own) re-indexes it with its loaded model (ADR 0010)
     from vault_index.config import Settings
     from vault_index.errors import IndexBusyError
     from vault_index.services.app import App

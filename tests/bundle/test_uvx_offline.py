@@ -70,8 +70,19 @@ def test_uvx_from_a_fresh_clone_embeds_offline_like_the_setup_install(tmp_path):
     for name, text in NOTES.items():
         (notes / name).write_text(text, encoding="utf-8")
     uvx = [_uv(), "tool", "run"]
-    built = subprocess.run([*uvx, "--from", str(clone), "vault-index", "--version"], capture_output=True, text=True,
-                           env=_env(tmp_path, tmp_path / "none.db", tmp_path / "none"), timeout=UV_BUILD_TIMEOUT_S)
+    # Trigger: the build reaches the package index, and the suite also runs with no network at all
+    # (scripts/no_network.sh, issue 22). Outcome: from uv's cache first (warm after an online run),
+    # then online; with no index reachable the test says so and skips.
+    build_env = _env(tmp_path, tmp_path / "none.db", tmp_path / "none")
+    built = subprocess.run([*uvx, "--offline", "--from", str(clone), "vault-index", "--version"], capture_output=True,
+                           text=True, env=build_env, timeout=UV_BUILD_TIMEOUT_S)
+    if built.returncode != 0:
+        built = subprocess.run([*uvx, "--from", str(clone), "vault-index", "--version"], capture_output=True,
+                               text=True, env=build_env, timeout=UV_BUILD_TIMEOUT_S)
+        unreachable = ("Network is unreachable", "dns error", "Failed to fetch", "failed to lookup address")
+        if built.returncode != 0 and any(m in built.stderr for m in unreachable):
+            pytest.skip("UVX NOT TESTED: no package index reachable and uv's cache cannot build the environment "
+                        "(run the suite online once first)")
     assert built.returncode == 0, built.stderr[-2000:]
     assert "torch" not in built.stderr  # uv lists what it installs: never torch
 

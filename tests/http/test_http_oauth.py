@@ -310,7 +310,8 @@ def test_a_restart_keeps_rotated_and_revoked_refresh_tokens_dead(server, open_ap
     answer = s.http.post("/revoke", data={"token": revoked["refresh_token"], "client_id": revoked["client_id"],
                                           "client_secret": ""})
     assert answer.status_code == 200
-    config = HttpConfig(port=free_port(), credentials=s.store.folder, rate_per_s=0)
+    # the same server restarted: the same resource URL (tokens are bound to it, RFC 8707), another port here
+    config = HttpConfig(port=free_port(), public_url=s.base, credentials=s.store.folder, rate_per_s=0)
     with ThreadServer(open_app(None), config, vault_root=s.root, memory_file=tmp_path / "mem2.jsonl") as again, \
             httpx.Client(base_url=again.base, timeout=30) as http:
         again.http = http

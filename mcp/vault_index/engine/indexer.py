@@ -215,6 +215,21 @@ def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncRe
         store.record_problem(str(path), message)
 
 
+# Trigger: one 713 KB note became 30,000 chunks and 12 minutes of embedding (issue 22). Why: a
+# note at MAX_FILE_BYTES cut at the usual chunk size makes about 2,000 chunks; far more means
+# tiny sections, each an embedding. Outcome: the first MAX_CHUNKS_PER_NOTE are indexed and the
+# note is a reported problem (status lists it, as it lists files over the byte limit).
+MAX_CHUNKS_PER_NOTE = 2_000
+
+
+def capped(chunks: list) -> tuple[list, str | None]:
+    """(the chunks kept, the problem line when some were dropped)."""
+    if len(chunks) <= MAX_CHUNKS_PER_NOTE:
+        return chunks, None
+    return chunks[:MAX_CHUNKS_PER_NOTE], (f"only the first {MAX_CHUNKS_PER_NOTE:,} of its {len(chunks):,} chunks "
+                                          "are indexed (the per-note cap); split the note to search the rest")
+
+
 STALE_MESSAGE = ("not indexed from here: the index holds a newer version (by file mtime) from another "
                  "checkout of this source; pull to update this copy")
 FIRST_LOOK_MESSAGE = ("not indexed from here: differs from the version another checkout indexed, and this "
@@ -256,16 +271,18 @@ def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, co
         return
     note = parse_note(key, text)
     # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
-    chunks = chunk_note(replace(note, title=alias_title(note)), count, max_tokens)
+    chunks, cut = capped(chunk_note(replace(note, title=alias_title(note)), count, max_tokens))
     if not store.replace_file(here.source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks,
                               here.checkout_id):
         now = store.file_state(key)  # another indexer got there first, or a removal is newer
         _not_written(report, key, now is not None and now.hash == digest)
         return
     store.update_links(key, str(here.root), text, note)
-    store.record_problem(key, note.frontmatter_error)
+    store.record_problem(key, "; ".join(m for m in (note.frontmatter_error, cut) if m) or None)
     if note.frontmatter_error:
         report.problems.append((key, note.frontmatter_error + " (body indexed)"))
+    if cut:
+        report.problems.append((key, cut))
     report.indexed += 1
 
 

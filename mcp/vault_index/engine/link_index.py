@@ -147,11 +147,24 @@ def backlinks(db: sqlite3.Connection, path: str, kinds: Iterable[str] | None = N
     return [{"path": s, "kind": k, "line": n, "raw": r} for s, k, n, r in rows]
 
 
-def outgoing(db: sqlite3.Connection, path: str) -> list[dict]:
-    """Every link `path` makes, resolved or not: {target, raw, fragment, kind, line, status}."""
-    rows = db.execute("SELECT target, raw, fragment, kind, line, status FROM edges WHERE source = ? ORDER BY line, id",
-                      (path,))
-    return [{"target": t, "raw": r, "fragment": f, "kind": k, "line": n, "status": s} for t, r, f, k, n, s in rows]
+def outgoing(db: sqlite3.Connection, path: str, keep: Callable[[str], bool] | None = None) -> list[dict]:
+    """Every link `path` makes, resolved or not: {target, raw, fragment, kind, line, status}.
+
+    `keep` (a caller's read check): a link is resolved as if the notes it may not read did not
+    exist, so one to a hidden note reads exactly as one to a missing note, and a name shared with
+    a hidden note is not `ambiguous` (issue 22: a limited role learned which hidden names exist).
+    """
+    rows = db.execute("SELECT target, raw, fragment, kind, line, status, root FROM edges WHERE source = ? "
+                      "ORDER BY line, id", (path,)).fetchall()
+    found = []
+    for target, raw, fragment, kind, line, status, root in rows:
+        if keep is not None and (status == "ambiguous" or (target is not None and not keep(target))):
+            every = _lookup(db, root)
+            seen = L.resolve(raw, path, root, lambda k, key, every=every: [p for p in every(k, key) if keep(p)])
+            target, status = seen.target, seen.status
+        found.append({"target": target, "raw": raw, "fragment": fragment, "kind": kind, "line": line,
+                      "status": status})
+    return found
 
 
 def neighbors(db: sqlite3.Connection, path: str, depth: int = 1, kinds: Iterable[str] | None = None,

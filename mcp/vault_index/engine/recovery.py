@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-from vault_index.engine import source_names
+from vault_index.engine import private, source_names
 from vault_index.errors import IndexUnavailableError
 
 SOURCES_SUFFIX = ".sources.json"
@@ -215,7 +215,7 @@ def rebuild_lock(db_path: Path):
     """One process at a time moves a damaged index aside (filelock: portable, maintained)."""
     from filelock import FileLock
 
-    return FileLock(str(db_path) + ".rebuild.lock", timeout=REBUILD_LOCK_WAIT_S)
+    return FileLock(str(db_path) + ".rebuild.lock", timeout=REBUILD_LOCK_WAIT_S, mode=private.FILE_MODE)
 
 
 def still_damaged(db_path: Path, timeout: float) -> bool:
@@ -341,12 +341,7 @@ def rebuilt_notice(db_path: Path, old: object, why: str, sources: int, at: str |
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
+    try:  # 0600 whatever the umask: the sources list names every indexed folder
+        private.write_private_text(path, text)
     except OSError:
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+        pass

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.engine import checkouts, link_index, recovery
+from vault_index import locations
+from vault_index.engine import checkouts, link_index, private, recovery
 from vault_index.engine.parse import alias_title
 from vault_index.engine.source_names import fill_missing
 from vault_index.errors import (
@@ -215,8 +216,8 @@ class Store:
         self.read_only: str | None = None  # why writes are refused, when they are
         self.notices: list[str] = []
         self._chunk_count: tuple[str, int] | None = None  # (generation, count): chunk_count()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # the index holds every note's text: 0600 in 0700 folders, whatever the umask (issue 22)
+            private.private_index(self.path, Path(locations.index_home()))
         except OSError as exc:
             if not self.path.parent.is_dir():
                 raise IndexUnavailableError(
@@ -305,7 +306,7 @@ class Store:
         """A filelock beside the file: one embedder at a time (indexer._embedding_turn)."""
         from filelock import FileLock
 
-        return FileLock(str(self.path) + ".embed.lock")
+        return FileLock(str(self.path) + ".embed.lock", mode=private.FILE_MODE)
 
     def open_vector_index(self, model: str) -> None:
         """None: the in-process indexes of engine/vectors.py search this store's vectors."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from vault_index.engine import links as links_rules
 from vault_index.services import frontmatter as frontmatter_rules
+from vault_index.services.safe_git import SAFE_OPTIONS
 
 DEFAULT_AGING_FRACTION = 0.75   # aging from 3/4 of ttl_days on (config: decay.aging_after_fraction)
 OLD_DRAFT_DAYS = 30             # a draft untouched this long is reported
@@ -136,7 +137,7 @@ def readable_notes(writer, caller, root: Path) -> list[NoteFacts]:
         view = writer.read(caller, rel)
         if _is_outcome(view):
             continue  # denied, vanished meanwhile, or not a regular file: not the caller's to see
-        text = _note_text(root / rel) or view.body
+        text = _note_text(root, rel, view.version) or view.body
         start = links_rules.body_start(text)
         head = tuple(text.split("\n", start)[:start])
         links = tuple(links_rules.extract(text, view.frontmatter, start))
@@ -146,13 +147,30 @@ def readable_notes(writer, caller, root: Path) -> list[NoteFacts]:
     return facts
 
 
-def _note_text(path: Path) -> str | None:
-    """The file's text for line numbers; the write service's read has checked it already."""
+def _note_text(root: Path, rel: str, version: str) -> str | None:
+    """The note's whole text (for line numbers), only if it is the very file the checked read saw.
+
+    Trigger: lint re-opened each note by name with open(), after the write service's checked read:
+    a note swapped meanwhile for a symlink (to a file outside the vault) or a FIFO was followed,
+    or blocked the run (issue 22). Outcome: the same checked walk as the read (no link followed,
+    no FIFO or hard link read), and the bytes must carry the version the read returned; anything
+    else is None (the caller falls back to the read's own body).
+    """
+    from vault_index.engine import fileio
+    from vault_index.errors import VaultIndexError
+
+    parts = tuple(rel.split("/"))
     try:
-        with open(path, "rb") as handle:
-            return handle.read(MAX_NOTE_BYTES).decode("utf-8", errors="replace")
-    except OSError:
+        folder = fileio.open_folder(root, parts[:-1])
+        try:
+            data, _ = fileio.read_current(folder, parts[-1], rel)
+        finally:
+            os.close(folder)
+    except (OSError, VaultIndexError):
         return None
+    if data is None or fileio.file_version(data) != version:
+        return None
+    return data[:MAX_NOTE_BYTES].decode("utf-8", errors="replace")
 
 
 def _is_outcome(value) -> bool:
@@ -299,8 +317,8 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
     """
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--relative", "--name-only",
-             "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."],
+            ["git", *SAFE_OPTIONS, "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--relative",
+             "--name-only", "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."],
             capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -408,7 +426,12 @@ def tension_entry(old: str | None, a: str, b: str, description: str, who: str, n
     )
     numbers = [int(m.group(2)) for m in _TENSION_HEAD.finditer(text)]
     tension_id = f"T-{max(numbers, default=0) + 1:04d}"
-    body = "\n".join(line.rstrip() for line in description.strip().splitlines())
+    # Trigger: a description line such as "## T-0009: `x` vs `y`" or "- status: resolved" was
+    # read back as an entry of its own, or as this entry's status (issue 22). Outcome: the
+    # description is a block quote (every line starts "> "), which neither pattern matches, and
+    # `who` is one line.
+    body = "\n".join(f"> {line.rstrip()}".rstrip() for line in description.strip().splitlines())
+    who = " ".join(str(who).split())
     section = (
         f"\n## {tension_id}: `{a}` vs `{b}`\n\n- status: open\n- logged: {now.isoformat(timespec='seconds')}\n"
         f"- by: {who}\n\n{body}\n"

@@ -14,6 +14,8 @@ by the hook.
 from __future__ import annotations
 
 import os
+import stat  # os imports it already: free
+import sys
 
 try:  # the C module under `socket`: the same calls, without the Python wrapper's imports
     import _socket as _sock
@@ -82,14 +84,38 @@ def edited_note(payload: dict, base: str) -> str | None:
     return path if os.path.splitext(path)[1].lower() in NOTE_SUFFIXES else None
 
 
+def ours(path: str) -> bool:
+    """Whether `path` is a socket (not a symlink to one) owned by this user.
+
+    Trigger: the hook sent to any socket at `<index>.sock`, whoever had put it there (issue 22).
+    Outcome: lstat first (no link is followed); the peer's uid is checked again after connecting."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid()
+
+
+def _peer_is_us(client) -> bool:
+    """The connected server runs as this user (SO_PEERCRED: pid, uid, gid); True where the platform
+    cannot say (the lstat owner check stands alone there)."""
+    option = getattr(_sock, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    creds = client.getsockopt(_sock.SOL_SOCKET, option, 12)
+    return int.from_bytes(creds[4:8], sys.byteorder) == os.getuid()
+
+
 def _ask(db_path: str | os.PathLike, request: bytes, timeout: float) -> str | None:
     path = socket_name(db_path)
-    if not usable(path) or not os.path.exists(path):
+    if not usable(path) or not ours(path):
         return None
     client = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM)
     try:
         client.settimeout(timeout)
         client.connect(path)
+        if not _peer_is_us(client):
+            return None
         client.sendall(request)
         client.shutdown(_sock.SHUT_WR)  # the end of the request
         answer = client.recv(16)

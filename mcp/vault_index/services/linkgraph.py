@@ -56,9 +56,8 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
         rows = store.links("backlinks", note, kinds=kinds)
         results = [r for r in rows if can_read(Path(r["path"]))]
     elif direction == "links":
-        rows = store.links("outgoing", note)
-        results = [r for r in rows if (not kinds or r["kind"] in kinds)
-                   and (r["target"] is None or can_read(Path(r["target"])))]
+        rows = store.links("outgoing", note, keep=lambda p: can_read(Path(p)))  # hidden reads as missing
+        results = [r for r in rows if not kinds or r["kind"] in kinds]
     elif direction == "neighbors":
         results = store.links("neighbors", note, depth=depth, kinds=kinds, keep=lambda p: can_read(Path(p)))
     else:

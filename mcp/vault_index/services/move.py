@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.engine import fileio, link_rewrite
+from vault_index.engine.doc_locks import SharedDocumentLock
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
 from vault_index.services import provenance
 from vault_index.services.vault import not_visible
@@ -53,14 +54,19 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
     if rid is not None and (not rid.strip() or len(rid) > MAX_REQUEST_ID_CHARS or any(c in rid for c in "\r\n\x00")):
         return WriteOutcome("invalid", request.path, f"request_id must be one line of at most {MAX_REQUEST_ID_CHARS} "
                             "characters")
+    from vault_index.services import safe_text
+
+    for path in (request.path, request.new_path):  # as _pipeline: no control text reaches git or a name
+        if unsafe := safe_text.unsafe_write(caller, path, request.reason or ""):
+            return unsafe
     source, refusal = service.authorize(caller, request.path, "write")
     if refusal:
         return refusal
     target, refusal = service.authorize(caller, request.new_path, "write")
     if refusal:
         return refusal
-    if request.request_id and (first := service._answered(caller, request.request_id)) is not None:
-        return first  # a retry after the move: the first answer, before the note is looked for again
+    if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
+        return answered[0]  # a retry after the move: the first answer, before the note is looked for again
     if source.rel == target.rel:
         return WriteOutcome("unchanged", source.rel, f"{source.rel} is already at that path")
     root = service.vault.root
@@ -108,8 +114,8 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
             linkers: list[str], lock) -> WriteOutcome:
     from vault_index.services.write import WriteOutcome
 
-    if request.request_id and (first := service._answered(caller, request.request_id)) is not None:
-        return first
+    if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
+        return answered[0]
     try:
         current = {rel: _read(folders, rel) for rel in [source.rel, *linkers]}
     except UnsafePathError as exc:
@@ -240,7 +246,9 @@ def _lock_all(stack: ExitStack, service: WriteService, caller: Caller, folders: 
     """The document lock of every file, taken in key order (two moves never wait on each other in a
     circle) and once per key (a case-only rename names one document twice); the first lock is returned
     for its lease refresh."""
-    os.close(fileio.ensure_state_dir(service.vault.root, service.vault.config_path is None))
+    # the vault's own lock folder (every writer of the vault) and the user's, as WriteService._pipeline
+    vault_fd = fileio.ensure_state_dir(service.vault.root, service.vault.config_path is None)
+    stack.callback(os.close, vault_fd)
     locks_fd = fileio.machine_locks_dir()
     stack.callback(os.close, locks_fd)
     keys = {}
@@ -248,7 +256,8 @@ def _lock_all(stack: ExitStack, service: WriteService, caller: Caller, folders: 
         keys.setdefault(fileio.document_key(fd, name), rel)
     taken = []
     for key in sorted(keys):
-        lock = fileio.DocumentLock(locks_fd, key, caller.identity, wait=service.lock_wait, shown=keys[key])
+        lock = SharedDocumentLock((vault_fd, locks_fd), key, caller.identity, wait=service.lock_wait,
+                                  shown=keys[key])
         lock.acquire()
         stack.callback(lock.release)
         taken.append(lock)
@@ -258,7 +267,7 @@ def _lock_all(stack: ExitStack, service: WriteService, caller: Caller, folders: 
 class _Leases:
     """Refreshes every held lock's lease at once (the single-file pipeline refreshes its one)."""
 
-    def __init__(self, locks: list[fileio.DocumentLock]) -> None:
+    def __init__(self, locks: list[SharedDocumentLock]) -> None:
         self.locks = locks
 
     def refresh(self) -> None:

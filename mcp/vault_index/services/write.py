@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from vault_index.engine import fileio, guarded_replace
+from vault_index.engine.doc_locks import SharedDocumentLock
 from vault_index.errors import UnsafePathError, UsageError, VaultIndexError, WriteBusyError
-from vault_index.services import provenance, safe_text
+from vault_index.services import provenance, request_ids, safe_text
 from vault_index.services.vault import Vault, not_visible
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 
 EDITS = ("prepend", "replace_section", "find_replace")  # services/edit_ops.py: they need an existing note
 Op = Literal["create", "replace", "append", "promote", "deprecate"]
-Status = Literal["written", "unchanged", "denied", "not_found", "locked", "stale", "invalid", "refused", "failed"]
+Status = Literal["written", "unchanged", "denied", "not_found", "locked", "stale", "invalid", "refused", "failed",
+                 "conflict"]
 NOTE_SUFFIX = ".md"
 MAX_REQUEST_ID_CHARS = 200
 # (target, old text, old version, alive) -> new text or an outcome; alive() refreshes the lock's lease
@@ -157,6 +159,7 @@ class WriteService:
         action = "promote" if request.op == "promote" else "write"
         why = request.reason or f"{request.op} via vault-index"
         outcome = self._pipeline(caller, request.path, request.op, request.request_id, why, action=action,
+                                 digest=request_ids.digest(request),
                                  compose=lambda target, old, version, alive: notes.compose(
                                      self, caller, request, target, old, version, alive))
         return notes.annotate(self, request, outcome)
@@ -245,6 +248,7 @@ class WriteService:
     # --- the pipeline ------------------------------------------------------------------------
 
     def _pipeline(self, caller: Caller, path: str, operation: str, request_id: str | None, why: str, *,
+                  digest: str | None = None,
                   action: str | None, compose: Compose,
                   followups: Sequence[tuple[str, Callable[[Path], object]]] = (),
                   result: Callable[[], dict | None] | None = None, commit: bool = True) -> WriteOutcome:
@@ -271,12 +275,13 @@ class WriteService:
             return WriteOutcome("refused", target.rel, f"{target.rel}: {exc}")
         except OSError as exc:
             return _failed(target, exc)
-        locks = None
+        locks: list[int] = []
         try:
-            os.close(fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None))
-            locks = fileio.machine_locks_dir()
-            lock = fileio.DocumentLock(locks, fileio.document_key(folder, target.parts[-1]), caller.identity,
-                                       wait=self.lock_wait, shown=target.rel)
+            # The vault's own lock folder (every writer of this vault) and the user's (every root of this user)
+            locks.append(fileio.ensure_state_dir(self.vault.root, self.vault.config_path is None))
+            locks.append(fileio.machine_locks_dir())
+            lock = SharedDocumentLock(tuple(locks), fileio.document_key(folder, target.parts[-1]), caller.identity,
+                                      wait=self.lock_wait, shown=target.rel)
             try:
                 lock.acquire()
             except WriteBusyError as exc:
@@ -284,7 +289,7 @@ class WriteService:
             try:
                 started = times.mark("lock", started)
                 return self._locked(caller, target, folder, operation, request_id, why, compose, followups,
-                                    result, lock, times, started, commit)
+                                    result, lock, times, started, commit, digest)
             finally:
                 lock.release()
         except UnsafePathError as exc:
@@ -293,12 +298,15 @@ class WriteService:
             return _failed(target, exc)
         finally:
             os.close(folder)
-            if locks is not None:
-                os.close(locks)
+            for fd in locks:
+                os.close(fd)
 
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
-                times, started, wants_commit=True) -> WriteOutcome:
-        if request_id and (first := self._answered(caller, request_id)) is not None:
+                times, started, wants_commit=True, digest=None) -> WriteOutcome:
+        if request_id and (answered := self._answered(caller, request_id)) is not None:
+            first, first_digest = answered
+            if digest and first_digest and digest != first_digest:  # the id, reused for another request
+                return request_ids.conflict(request_id, target.rel, first)
             # Trigger: the id already answered a write of another file. Why: reporting that outcome
             # would tell the caller this note was written when it was not. Outcome: refused. An ADR
             # retry is the exception: it numbers itself afresh, so its retry names the next number.
@@ -341,7 +349,7 @@ class WriteService:
         notices: list[str] = []
         extra = result() if result else None
         first = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version, result=extra)
-        self._remember(caller, request_id, target, first, notices)
+        self._remember(caller, request_id, target, first, notices, digest)
         started = times.mark("record", started)
         real = self.vault.root.joinpath(*target.parts)
         if self.reindex is not None:
@@ -357,7 +365,7 @@ class WriteService:
         outcome = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version,
                                notices=tuple(notices), commit=commit, result=extra)
         if outcome != first:
-            self._remember(caller, request_id, target, outcome, [])
+            self._remember(caller, request_id, target, outcome, [], digest)
         return outcome
 
     # --- late stages -------------------------------------------------------------------------
@@ -398,22 +406,25 @@ class WriteService:
         """Request ids are the caller's own: another caller reusing one gets no one else's outcome."""
         return f"{caller.identity}\x1f{request_id}"
 
-    def _answered(self, caller: Caller, request_id: str) -> WriteOutcome | None:
+    def _answered(self, caller: Caller, request_id: str) -> tuple[WriteOutcome, str | None] | None:
+        """(the first answer to this caller's request id, the digest of the request it answered)."""
         try:
             stored = self.requests.get(self._request_key(caller, request_id))
         except Exception:  # noqa: BLE001 - an unreadable log means we cannot tell; write as asked
             return None
         if stored is None:
             return None
+        digest = stored.pop(request_ids.DIGEST_KEY, None)
         first = WriteOutcome.from_dict(stored)
         return WriteOutcome(first.status, first.path, f"{first.message} (request {request_id} was already "
                             "answered; nothing written again)", first.version, first.problems, first.notices,
-                            first.commit, first.result)
+                            first.commit, first.result), digest
 
     def _remember(self, caller: Caller, request_id: str, target: Target, outcome: WriteOutcome,
-                  notices: list[str]) -> None:
+                  notices: list[str], digest: str | None = None) -> None:
         try:
-            self.requests.put(self._request_key(caller, request_id), target.rel, outcome.as_dict())
+            stored = outcome.as_dict() if digest is None else {**outcome.as_dict(), request_ids.DIGEST_KEY: digest}
+            self.requests.put(self._request_key(caller, request_id), target.rel, stored)
         except Exception as exc:  # noqa: BLE001 - the write happened; say the retry guard is missing
             notices.append(f"written, but the request id was not recorded (a retry may write again): {exc}")
 

@@ -23,7 +23,7 @@ STALE_EXIT = 11  # after the index codes 7-9 and WriteFailedError (10)
 LINT_FAILED_EXIT = 1
 OUTCOME_EXIT = {
     "ok": 0, "written": 0, "unchanged": 0,
-    "invalid": UsageError.exit_code, "refused": UsageError.exit_code,
+    "invalid": UsageError.exit_code, "refused": UsageError.exit_code, "conflict": UsageError.exit_code,
     "denied": NotFoundError.exit_code, "not_found": NotFoundError.exit_code,
     "locked": WriteBusyError.exit_code, "stale": STALE_EXIT, "failed": LINT_FAILED_EXIT,
 }

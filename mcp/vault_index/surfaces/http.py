@@ -108,8 +108,9 @@ def security_settings(config: HttpConfig):
 class BearerVerifier:
     """The SDK's TokenVerifier: a bearer token from the store, or an OAuth access token we signed."""
 
-    def __init__(self, store: TokenStore, oauth: OwnerOAuth | None):
+    def __init__(self, store: TokenStore, oauth: OwnerOAuth | None, resource: str | None = None):
         self.store, self.oauth = store, oauth
+        self.resource = resource  # this server's own tokens are for this server (RFC 8707 check below)
 
     async def verify_token(self, token: str):
         from mcp.server.auth.provider import AccessToken
@@ -124,7 +125,7 @@ class BearerVerifier:
         if record is None:
             return None
         return AccessToken(token=token, client_id=f"token:{record.id}", scopes=[], subject=f"token:{record.id}",
-                           claims={"role": record.role, "token_id": record.id})
+                           resource=self.resource, claims={"role": record.role, "token_id": record.id})
 
 
 def http_caller_factory(vault, ctx):
@@ -248,7 +249,8 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
     from vault_index.surfaces.tools import build_server
 
     store = TokenStore(config.credentials)
-    oauth = (OwnerOAuth(store, config.base_url, **({"clock": clock} if clock else {}))
+    oauth = (OwnerOAuth(store, config.base_url, resource=config.base_url + MCP_PATH,
+                        **({"clock": clock} if clock else {}))
              if config.oauth else None)
     server = build_server(app, memory_file, http_caller_factory, vault_root=vault_root)
     # The SDK builds its session manager (both eras) here; we take its handler, not its routes,
@@ -275,7 +277,8 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
             yield
 
     starlette = Starlette(routes=routes, lifespan=lifespan, middleware=[
-        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(BearerVerifier(store, oauth))),
+        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(
+            BearerVerifier(store, oauth, str(resource)), resource_server_url=resource)),
         Middleware(AuthContextMiddleware)])
     return Guard(starlette, config, security_settings(config))
 
@@ -285,6 +288,7 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
     import uvicorn
 
     from vault_index.services.app import App
+    from vault_index.surfaces.http_server import uvicorn_options
 
     check_startup(config, TokenStore(config.credentials))
     app = App.open(start=vault_root)
@@ -297,7 +301,7 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
             _, stop, _ = start_in_background(lambda: app.reopen())
         uvicorn.run(asgi, host=config.host, port=config.port, log_level="warning", ssl_certfile=config.tls_cert,
                     ssl_keyfile=config.tls_key, proxy_headers=config.behind_tls_proxy, lifespan="on",
-                    timeout_graceful_shutdown=5)
+                    timeout_graceful_shutdown=5, **uvicorn_options())
     finally:
         if stop is not None:
             stop.set()

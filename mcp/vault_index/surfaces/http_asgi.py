@@ -70,6 +70,9 @@ class EraRouter:
             message = json.loads(body)
         except ValueError:
             message = None
+        except RecursionError:  # nested past json's depth: the SDK would parse it again and fail with a 500
+            return await _json(send, 400, {"jsonrpc": "2.0", "id": None,
+                                           "error": {"code": -32700, "message": "Parse error: nested too deeply"}})
         era = request_era(message)
         header = _header(scope, b"mcp-protocol-version")
         if era == "modern" and self.era == "legacy":
@@ -208,8 +211,18 @@ class Guard:
         if wait > 0:
             return await _plain(send, 429, "too many requests; slow down",
                                 [(b"retry-after", str(max(1, round(wait))).encode())])
-        # /mcp: EraRouter reads the whole body under the same limit and answers 413 itself
-        await self.inner(scope, receive if scope["path"] == MCP_PATH else _limited(receive, limit), send)
+        if scope["path"] == MCP_PATH:  # EraRouter reads the whole body under the same limit, answers 413 itself
+            return await self.inner(scope, receive, send)
+        # Trigger: a chunked body past the limit ended as a disconnect, and one nested past json's
+        # depth raised inside the SDK's handlers: both were 500s (issue 22). Outcome: the small
+        # bodies of the OAuth and consent routes are read here first: 413 past the limit, 400 for
+        # JSON nested too deeply, then replayed to the route.
+        body = await _read_body(receive, limit)
+        if body is None:
+            return await _plain(send, 413, "request body too large")
+        if body.lstrip()[:1] in (b"{", b"[") and _too_deep(body):
+            return await _json(send, 400, {"error": "invalid_request", "error_description": "JSON nested too deeply"})
+        await self.inner(scope, _replay(body, receive), send)
 
     def _take(self, key: str) -> float:
         """0 when the request may go, else the seconds until the bucket holds a token again."""
@@ -239,17 +252,12 @@ def _address_key(scope, prefix: str) -> str:
     return f"{prefix}{client[0]}"
 
 
-def _limited(receive, limit: int):
-    """A body that grows past the limit without a Content-Length ends as a disconnect."""
-    seen = 0
-
-    async def wrapped():
-        nonlocal seen
-        message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                return {"type": "http.disconnect"}
-        return message
-
-    return wrapped
+def _too_deep(body: bytes) -> bool:
+    """Whether a JSON body nests past what json (and so the SDK's handlers) can parse."""
+    try:
+        json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:  # not JSON: the route answers that in its own words
+        return False
+    return False

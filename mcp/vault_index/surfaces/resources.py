@@ -83,20 +83,25 @@ def note_text(note) -> str:
             f"get_note with start_line={note.line_end + 1} reads on -->")
 
 
-def guide(app: App, lock: threading.Lock) -> str:
-    """A short page on this memory, from the index state (as the server instructions are)."""
-    with lock:
-        status = app.status()
+def guide(app: App, lock: threading.Lock, full: bool = True) -> str:
+    """A short page on this memory, from the index state (as the server instructions are).
+
+    `full` False (a caller that may not read every collection): no source paths, no note count."""
     from vault_index.surfaces.prompts import commands
 
-    sources = "\n".join(f"- {s['path']}" for s in status["sources"][:20]) or "- none yet: call index_paths"
-    more = len(status["sources"]) - 20
     prompts = "\n".join(f"- `{c.name}` ({c.argument}): {c.description}" for c in commands())
-    search = "hybrid keyword + vector search" if status["vectors_live"] else "keyword search (no vectors yet)"
+    if full:
+        with lock:
+            status = app.status()
+        sources = "\n".join(f"- {s['path']}" for s in status["sources"][:20]) or "- none yet: call index_paths"
+        more = len(status["sources"]) - 20
+        search = "hybrid keyword + vector search" if status["vectors_live"] else "keyword search (no vectors yet)"
+        holds = (f"{status['files']} markdown notes in {len(status['sources'])} sources, {search}:\n"
+                 f"{sources}\n" + (f"- and {more} more (list_sources)\n" if more > 0 else ""))
+    else:
+        holds = "Markdown notes; `list_sources` shows the ones you may read.\n"
     return (
-        "# Using this memory (vault-index)\n\n"
-        f"{status['files']} markdown notes in {len(status['sources'])} sources, {search}:\n"
-        f"{sources}\n" + (f"- and {more} more (list_sources)\n" if more > 0 else "")
+        "# Using this memory (vault-index)\n\n" + holds
         + "\nBefore answering about past work, decisions, people or lessons, search instead of guessing:\n"
         "`recall` (notes, lessons and the memory graph at once), then `search_notes`; open a hit with "
         "`get_note` and cite its path and line.\n\n"
@@ -130,7 +135,13 @@ def register_resources(server, app: App, *, read_note: ReadNote, scope_of: Scope
     @server.resource(GUIDE_URI, name="guide", title="How to use this memory", mime_type=MARKDOWN,
                      description="What the index holds and how to search it; built from the index state.")
     def guide_page() -> str:
-        return guide(app, lock)
+        # A static resource gets no Context (the SDK refuses one); the caller factories find the
+        # role without it (stdio: the local person; HTTP: the request's token, a contextvar).
+        try:
+            full = scope_of(None).reads_all
+        except ToolError:  # a broken config: the plain page
+            full = False
+        return guide(app, lock, full)
 
     def page(ctx: Context, cursor: str | None) -> ListResourcesResult:
         start = _offset(cursor)

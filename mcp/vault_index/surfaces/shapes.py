@@ -103,7 +103,8 @@ class AdrOut(BaseModel):
 class OutcomeOut(BaseModel):
     """Status first, then the details (every curated vault tool answers so)."""
 
-    status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused")
+    status: str = Field(description="ok, written, unchanged, denied, not_found, locked, stale, invalid, refused, "
+                        "conflict")
     message: str
     path: str = ""
     version: str | None = None

@@ -176,7 +176,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
     vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else home)
     indexer: list[App] = []  # opened on first use, sharing the loaded models
     adopted = threading.Event()  # the project's own folders indexed (ADR 0020), once per process
-    text = instructions_text or instructions(app.status(), memory_file, app.fact_visible())
+    text = instructions_text or instructions(app.status() if _reads_all(vaults, caller_factory) else None,
+                                             memory_file, app.fact_visible())
     server = MCPServer("vault-index", version=__version__, instructions=text)
 
     def call(fn, *args, guard: threading.Lock = lock):
@@ -641,8 +642,27 @@ def graph_summary(memory_file: Path, visible=None) -> str:
     )
 
 
-def instructions(status: dict, memory_file: Path | None = None, visible=None) -> str:
-    """Built from the index state so the agent knows what it can find before it asks."""
+def _reads_all(vaults, caller_factory) -> bool:
+    """Whether the caller known at start-up (stdio: the local person; HTTP: nobody yet) reads every
+    collection: only then do the instructions name the sources and count the notes (issue 22)."""
+    try:
+        vault = vaults.get()
+        return scope_for(vault, vault.grants(caller_factory(vault, None).role)).reads_all
+    except Exception:  # noqa: BLE001 - a broken config or no caller: the plain instructions
+        return False
+
+
+def instructions(status: dict | None, memory_file: Path | None = None, visible=None) -> str:
+    """Built from the index state so the agent knows what it can find before it asks.
+
+    `status` None (a caller that may not read everything): the same guidance without the sources'
+    paths, the note count or the graph's size; list_sources answers within the caller's grant."""
+    if status is None:
+        return ("Long-term memory of markdown notes: search them with search_notes (or recall, which "
+                "also searches lessons and the memory graph) before answering questions about past work, "
+                "decisions, people or lessons, instead of guessing; cite the path and heading of each hit, "
+                "and open a note with get_note when a snippet is not enough. list_sources shows what you "
+                "may read. Curated vault notes: note_read, then note_write with the version you read.")
     sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
     vectors = (
         "hybrid keyword + vector search is live"
