@@ -91,6 +91,17 @@ def test_the_repository_suite_loads_and_names_a_fast_subset():
     assert {c.name for c in corpora if c.fast is not None} >= {"example-vault", "locomo"}
 
 
+def test_a_suite_entry_may_say_its_kind_and_that_it_is_a_lockbox(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"corpora": [
+        {"name": "minutes", "vault": "v", "golden": "g", "kind": "meeting notes", "lockbox": True},
+        {"name": "plain", "vault": "v", "golden": "g"},
+    ]}))
+    minutes, plain = suite.load_suite(path)
+    assert (minutes.kind, minutes.lockbox) == ("meeting notes", True)
+    assert (plain.kind, plain.lockbox) == ("", False)  # both keys are optional
+
+
 @pytest.mark.parametrize("text", ["{}", "not json", '{"corpora": [{"name": "x"}]}',
                                   '{"corpora": [{"name": "x", "vault": "v", "golden": "g", "colour": 1}]}'])
 def test_a_bad_suite_file_is_a_usage_error(tmp_path, text):
