@@ -91,6 +91,36 @@ def test_the_repository_suite_loads_and_names_a_fast_subset():
     assert {c.name for c in corpora if c.fast is not None} >= {"example-vault", "locomo"}
 
 
+def test_a_suite_entry_may_say_its_kind_and_that_it_is_a_lockbox(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"corpora": [
+        {"name": "minutes", "vault": "v", "golden": "g", "kind": "meeting notes", "lockbox": True},
+        {"name": "plain", "vault": "v", "golden": "g"},
+    ]}))
+    minutes, plain = suite.load_suite(path)
+    assert (minutes.kind, minutes.lockbox) == ("meeting notes", True)
+    assert (plain.kind, plain.lockbox) == ("", False)  # both keys are optional
+
+
+def test_the_repository_suite_has_seven_kinds_and_lockbox_questions_with_sub_queries():
+    # issue 23: at least 8 corpora of different kinds, at least 3 lockbox ones whose every
+    # question carries the agent sub-queries written with it
+    corpora = suite.load_suite(REPO / "eval" / "suite.json")
+    assert len(corpora) >= 8 and all(c.kind for c in corpora)
+    assert {c.kind for c in corpora} >= {"chat logs", "handbook", "reference docs", "decision records",
+                                         "meeting notes", "personal vault", "project docs"}
+    lockbox = [c for c in corpora if c.lockbox]
+    assert len(lockbox) >= 3
+    for corpus in lockbox:
+        lines = (REPO / corpus.golden).read_text(encoding="utf-8").splitlines()
+        items = [json.loads(line) for line in lines if line.strip()]
+        assert len(items) >= 40 and len({i["id"] for i in items}) == len(items)
+        for item in items:
+            sub = item["subqueries"]
+            assert sub["keywords"].strip() and sub["hypothetical"].strip(), item["id"]
+            assert sub["paraphrases"] and all(p.strip() for p in sub["paraphrases"]), item["id"]
+
+
 @pytest.mark.parametrize("text", ["{}", "not json", '{"corpora": [{"name": "x"}]}',
                                   '{"corpora": [{"name": "x", "vault": "v", "golden": "g", "colour": 1}]}'])
 def test_a_bad_suite_file_is_a_usage_error(tmp_path, text):

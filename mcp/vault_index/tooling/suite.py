@@ -47,6 +47,8 @@ class Corpus:
     options: dict = field(default_factory=dict)  # converter options for the full run
     fast: dict | None = None  # converter options for the CI subset; None: the corpus is not in it
     about: str = ""  # where the data comes from (repo and commit, licence), shown when it is absent
+    kind: str = ""  # what sort of text it is (handbook, meeting notes, ...), for reading the results
+    lockbox: bool = False  # questions frozen before the ranking work; scored once (eval/LOCKBOX.md)
 
 
 def expand(value: str, base: Path) -> Path:
