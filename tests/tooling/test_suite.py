@@ -165,3 +165,24 @@ def test_the_gate_fails_on_a_regression_and_names_an_absent_corpus_as_unguarded(
     assert suite.check_suite(dropped, baseline, "base.json") == 1
     other_model = {"corpora": {"a": _result(0.9, "x@2"), "b": _result(0.8)}, "skipped": {}}
     assert suite.check_suite(other_model, baseline, "base.json") == 1
+
+
+def test_a_suite_run_skips_the_lockbox_corpora_unless_asked(tmp_path, monkeypatch, capsys):
+    """eval/LOCKBOX.md: a lockbox corpus is scored once, at the end; no run scores it by accident."""
+    import argparse
+    import json
+
+    from vault_index.tooling import suite
+
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "suite.json").write_text(json.dumps({"corpora": [
+        {"name": "boxed", "vault": "missing-folder", "golden": "eval/g.jsonl", "lockbox": True}]}))
+    args = argparse.Namespace(suite=str(tmp_path / "eval" / "suite.json"), fast=False, modes="keyword", json=True,
+                              by_kind=False, save=None, baseline=None, parity=None, store=None, lockbox=False)
+    suite.run_suite(args)
+    report = json.loads(capsys.readouterr().out)
+    assert "lockbox" in report["skipped"]["boxed"]
+    args.lockbox = True
+    suite.run_suite(args)
+    report = json.loads(capsys.readouterr().out)
+    assert "lockbox" not in report["skipped"].get("boxed", "")  # asked for: it is prepared (here: missing)

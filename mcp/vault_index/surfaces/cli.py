@@ -453,6 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
+    p.add_argument("--lockbox", action="store_true",
+                   help="with --suite: score the lockbox corpora too (once, at the end: eval/LOCKBOX.md)")
     p.add_argument("--store", metavar="URL",
                    help="run on PostgreSQL: postgresql://... of a server; each corpus gets its own database "
                         "vault_eval_<corpus>, filled from the SQLite eval cache when new (docs/postgres.md)")

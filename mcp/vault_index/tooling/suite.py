@@ -148,6 +148,11 @@ def run_suite(args) -> int:
     results: dict = {}
     skipped: dict[str, str] = {}
     for corpus in corpora:
+        if corpus.lockbox and not getattr(args, "lockbox", False):
+            # scored once, at the end of the ranking work it guards (eval/LOCKBOX.md)
+            skipped[corpus.name] = "a lockbox corpus: scored only with --lockbox (eval/LOCKBOX.md)"
+            print(f"eval: skipping {corpus.name}: {skipped[corpus.name]}", file=sys.stderr)
+            continue
         prepared = prepare(corpus, base, args.fast, cache)
         if isinstance(prepared, str):
             skipped[corpus.name] = prepared
