@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
@@ -77,19 +78,22 @@ class App:
         roots = self.visible_roots()
         return roots is None or path in roots
 
+    def sees_path(self) -> Callable[[str], bool] | None:
+        """Whether this workspace sees a file (services/workspace.path_rule: the deepest source
+        holding it decides); None when every source is seen."""
+        return workspaces.path_rule(self.workspace, self.store.source_scopes())
+
     def fact_visible(self) -> Callable[[str], bool] | None:
         """For the memory graph: whether a fact's source note is seen here (None: every fact is).
         A source inside a hidden source, or inside another workspace's folder, is hidden; in a
         vault only the vault's own files count."""
-        scopes = self.store.source_scopes()
+        sees = self.sees_path()
         if self.workspace.kind == workspaces.VAULT:
             root = (self.workspace.key,)
-            return lambda source: under_any(str(source), root)
-        hidden = tuple({*(p for p, s in scopes.items() if not self.workspace.sees(s)),
-                        *(s for s in scopes.values() if s and not self.workspace.sees(s))})
-        if not hidden:
+            return lambda source: under_any(str(source), root) and (sees is None or sees(str(source)))
+        if sees is None:
             return None
-        return lambda source: not under_any(str(source), hidden)
+        return lambda source: sees(str(source))  # the notes' rule, so the graph is scoped like them
 
     def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
         """Register the project's own folders (docs/, notes/) that no visible source covers, and
@@ -126,9 +130,20 @@ class App:
         embedder = self.models.embedder()
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
-        scope_of = lambda p: self.workspace.scope_for(p, by_agent=by_agent)  # noqa: E731
+        scope_of = partial(self._scope_of, by_agent=by_agent)
         return indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
                             scope_of=scope_of)
+
+    def _scope_of(self, path: Path, *, by_agent: bool) -> str:
+        """The workspace a new source at `path` joins. An agent's folder inside a source it sees
+        keeps that source's workspace: a subfolder of the person's notes, added from one project,
+        must not vanish from every other project (services/workspace.path_rule)."""
+        if by_agent:
+            scopes = self.store.source_scopes()
+            holders = [r for r in scopes if self.workspace.sees(scopes[r]) and under_any(str(path), (r,))]
+            if holders:
+                return scopes[max(holders, key=len)]
+        return self.workspace.scope_for(path, by_agent=by_agent)
 
     def reindex_file(self, path: str) -> SyncReport | None:
         return indexer.reindex_file(self.store, self.models, path)
@@ -173,7 +188,7 @@ class App:
                 return SearchResult(query, mode, False, False, ())
         visible = self.visible_roots()
         if visible is not None:
-            filters = replace(filters or Filters(), scope_roots=tuple(visible))
+            filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
         result = self.searcher.search(query, mode, limit, filters, explain, per_note)
         notices = self.index_notices()
         if not result.hits and not self.store.chunk_count():
@@ -218,6 +233,9 @@ class App:
         if not roots:
             raise NotFoundError("no sources are registered; index a folder first")
         real = resolve_inside(path, roots)
+        sees = self.sees_path()
+        if sees is not None and not sees(str(real)):  # in a hidden source nested in a visible one
+            raise NotFoundError(f"{path} is not a file in the index sources")
         raw = _read_served(real, roots, path)
         # An empty file is one empty line, as an editor shows it: every answer has
         # line_start <= line_end <= total_lines.

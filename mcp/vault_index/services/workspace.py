@@ -94,3 +94,28 @@ def find(known: set[str] | frozenset[str] = frozenset(), start: str | Path | Non
     if explicit and begin != home and begin != Path(begin.anchor):
         return Workspace(PROJECT, begin)  # Claude Code named it: a project even without a marker
     return Workspace(PERSONAL)
+
+
+def path_rule(workspace: Workspace, scopes: dict[str, str]):
+    """Whether `workspace` sees a path, given every source's path -> scope: the deepest source
+    holding the path decides (a project's or vault's source nested in a personal folder stays its
+    own); a path under no source goes by the deepest workspace folder holding it, and under none
+    it is seen everywhere but in a vault. None when every source is seen (nothing to filter)."""
+    if all(workspace.sees(scope) for scope in scopes.values()):
+        return None
+    sources = sorted(scopes, key=len, reverse=True)  # deepest first
+    folders = sorted({s for s in scopes.values() if s} | ({workspace.key} - {""}), key=len, reverse=True)
+
+    def sees(path: str | Path) -> bool:
+        text = os.fspath(path)
+        owner = next((s for s in sources if _holds(s, text)), None)
+        if owner is not None:
+            return workspace.sees(scopes[owner])
+        folder = next((f for f in folders if _holds(f, text)), None)
+        return workspace.sees(folder) if folder is not None else workspace.kind != VAULT
+
+    return sees
+
+
+def _holds(root: str, path: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -241,8 +241,9 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         given = Path(os.path.normpath(os.path.expanduser(path)))
         if not given.is_absolute() or app.workspace.kind == "vault" or given.is_relative_to(vault.root):
             return vault, caller, scope, path
+        sees = call(app.sees_path)
         root = next((Path(r) for r in call(app.roots) if given.is_relative_to(r) and Path(r).is_dir()), None)
-        if root is None:
+        if root is None or (sees is not None and not sees(str(given))):  # e.g. a vault in a personal folder
             return vault, caller, scope, path  # the write service refuses it as outside the vault
         try:
             other = elsewhere.setdefault(root, _Vaults(app, root)).get()

@@ -1,0 +1,85 @@
+"""The workspace rule (ADR 0020) on the MCP surfaces a search test does not reach: the resource
+list, and note_write with an absolute path, through the real SDK client in process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from vault_index.config import Settings
+from vault_index.services.app import App
+from vault_index.surfaces.server import build_server
+
+from mcp import Client
+
+
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """Personal ~/notes (with an init vault inside it), project A (the agent's) and project B."""
+    for name in ("VAULT_PROJECT", "VAULT_CONTENT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
+    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
+    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
+    monkeypatch.setenv("VAULT_RERANK", "0")
+    write(home / "notes" / "mine.md", "# Mine\n\nmy own note\n")
+    vault = home / "notes" / "team"
+    write(vault / ".vault-index" / "config.yaml", "roles: {}\n")
+    write(vault / "notes" / "team-plan.md", "# Team plan\n\nthe team's note\n")
+    a, b = tmp_path / "A", tmp_path / "B"
+    for root, name in ((a, "alpha-adr.md"), (b, "beta-secret.md")):
+        (root / ".git").mkdir(parents=True)
+        write(root / "docs" / name, f"# {name}\n\ntext\n")
+    monkeypatch.chdir(home)
+    app = App.open(Settings.from_env())
+    app.index([str(home / "notes")])
+    app.index([str(vault)])  # as `init` registers it
+    app.close()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(b))
+    app = App.open(Settings.from_env())
+    app.adopt_workspace()  # B's agent has run once: B's docs are in the index, as B's
+    app.close()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(a))
+    monkeypatch.chdir(a)
+    return {"home": home, "vault": vault, "a": a, "b": b, "tmp": tmp_path}
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+async def _session(server, steps):
+    out = {}
+    async with Client(server) as client:
+        for key, tool, arguments in steps:
+            result = await client.call_tool(tool, arguments)
+            out[key] = result.structured_content
+        out["resources"] = {r.name for r in (await client.list_resources()).resources}
+    return out
+
+
+def test_the_resource_list_names_only_this_workspaces_notes(machine):
+    """Old code listed every note in the index: B's docs and the vault's notes, by name."""
+    server = build_server(App.open(Settings.from_env()), memory_file=machine["tmp"] / "memory.jsonl")
+    out = anyio.run(_session, server, [("sources", "list_sources", {})])  # the first call adopts A's docs
+    assert {"alpha-adr.md", "mine.md"} <= out["resources"]
+    assert not {name for name in out["resources"] if "beta" in name or "team" in name}, out["resources"]
+
+
+def test_note_write_cannot_reach_a_vault_inside_the_personal_folder(machine):
+    """Old code wrote it as a plain note of ~/notes, past the vault's roles, schema and hooks."""
+    target = machine["vault"] / "notes" / "sneaky.md"
+    server = build_server(App.open(Settings.from_env()), memory_file=machine["tmp"] / "memory.jsonl")
+    out = anyio.run(_session, server, [
+        ("write", "note_write", {"op": "create", "path": str(target), "body": "planted",
+                                 "frontmatter": {"title": "Sneaky"}}),
+        ("read", "note_read", {"path": str(machine["vault"] / "notes" / "team-plan.md")}),
+    ])
+    assert out["write"]["status"] == "refused", out["write"]
+    assert not target.exists()
+    assert out["read"]["status"] != "ok", out["read"]
