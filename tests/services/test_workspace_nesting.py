@@ -130,3 +130,31 @@ def test_a_subfolder_of_personal_notes_added_by_an_agent_stays_personal(env, mon
         assert facts is None or facts(str(sub))  # old code: hidden from B's graph
     finally:
         app.close()
+
+
+def test_init_on_a_folder_indexed_before_makes_it_the_vaults(env, monkeypatch):
+    """`index kb` then `init kb` (the same App.index call `init` makes): old code kept the source
+    personal, so the vault saw none of its notes and every project saw all of them."""
+    kb = env / "home" / "kb"
+    fact = note(kb, "k.md", "the lemur fact")
+    app = opened(monkeypatch, None)
+    app.index([str(kb)])
+    app.close()
+    (kb / ".vault-index").mkdir()
+    (kb / ".vault-index" / "config.yaml").write_text("roles: {}\n")
+    app = opened(monkeypatch, None)
+    app.index([str(kb)])
+    app.close()
+    monkeypatch.chdir(kb)
+    app = opened(monkeypatch, None)
+    try:
+        assert app.workspace.kind == "vault"
+        assert found(app, "lemur") == {str(fact)}
+    finally:
+        app.close()
+    monkeypatch.chdir(env / "home")
+    app = opened(monkeypatch, project(env / "A"))
+    try:
+        assert found(app, "lemur") == set()
+    finally:
+        app.close()

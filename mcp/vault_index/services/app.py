@@ -131,8 +131,21 @@ class App:
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
         scope_of = partial(self._scope_of, by_agent=by_agent)
-        return indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
-                            scope_of=scope_of)
+        report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
+                              scope_of=scope_of)
+        self._claim_for_vaults(paths or [])
+        return report
+
+    def _claim_for_vaults(self, paths: list[str]) -> None:
+        """A source already registered (say personal) that now lies in an init vault becomes the
+        vault's: `index kb` then `init kb` left the vault seeing none of its notes, and every
+        project seeing all of them."""
+        scopes = self.store.source_scopes()
+        for raw in paths:
+            path = Path(raw).expanduser().resolve()
+            vault = workspaces.vault_root(path)
+            if vault is not None and scopes.get(str(path), str(vault)) != str(vault):
+                self.store.set_source_scope(str(path), str(vault))
 
     def _scope_of(self, path: Path, *, by_agent: bool) -> str:
         """The workspace a new source at `path` joins. An agent's folder inside a source it sees
