@@ -83,3 +83,35 @@ def test_note_write_cannot_reach_a_vault_inside_the_personal_folder(machine):
     assert out["write"]["status"] == "refused", out["write"]
     assert not target.exists()
     assert out["read"]["status"] != "ok", out["read"]
+
+
+def test_a_vault_server_cannot_name_a_note_outside_the_vault_as_a_facts_source(machine, monkeypatch):
+    """Served from a vault (as `serve --http --vault` from the home folder is), an editor's fact
+    sourced in the person's own notes was written to the one memory graph, where every project's
+    recall showed it, and "not an existing file" told it which personal files exist."""
+    vault, home = machine["vault"], machine["home"]
+    write(vault / ".vault-index" / "config.yaml", 'roles:\n  editor:\n    read: ["*"]\n    write: ["*"]\n')
+    monkeypatch.setenv("VAULT_ROLE", "editor")
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")
+    monkeypatch.chdir(home)
+    memory = machine["tmp"] / "memory.jsonl"
+    server = build_server(App.open(Settings.from_env(), start=vault), memory_file=memory, vault_root=vault)
+    entity = {"name": "Planted", "entityType": "note"}
+    errors = anyio.run(_errors, server, [
+        {"entities": [{**entity, "source": str(home / "notes" / "mine.md")}]},
+        {"entities": [{**entity, "source": str(home / "notes" / "missing.md")}]},
+        {"entities": [{**entity, "source": "notes/team-plan.md"}]},  # relative: the vault's own note
+    ])
+    assert errors[0] and errors[1], errors  # old code: the first was written
+    assert errors[0].replace("mine", "X") == errors[1].replace("missing", "X")  # no existence oracle
+    assert errors[2] is None, errors[2]
+    assert "mine.md" not in memory.read_text() and str(vault / "notes" / "team-plan.md") in memory.read_text()
+
+
+async def _errors(server, facts) -> list[str | None]:
+    out = []
+    async with Client(server) as client:
+        for arguments in facts:
+            result = await client.call_tool("graph_create", arguments)
+            out.append("\n".join(c.text for c in result.content) if result.is_error else None)
+    return out

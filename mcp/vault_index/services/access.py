@@ -133,7 +133,7 @@ def visible_entities(entities: list[dict], scope: Scope) -> list[dict]:
     return shown
 
 
-def graph_source(source: str) -> Path:
-    """A graph fact's source as a real path (relative: against the project folder)."""
+def graph_source(source: str, base: Path | None = None) -> Path:
+    """A graph fact's source as a real path (relative: against `base`, default the project folder)."""
     path = Path(os.path.expanduser(source))
-    return (path if path.is_absolute() else project_dir() / path).resolve()
+    return (path if path.is_absolute() else (base or project_dir()) / path).resolve()

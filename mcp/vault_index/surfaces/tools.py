@@ -258,6 +258,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
+        if app.workspace.kind == "vault":  # a vault sees only itself (ADR 0020): its facts too
+            return [app.workspace.root]
         homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
         return [*homes, *(Path(source["path"]) for source in call(app.sources))]
 
@@ -361,10 +363,11 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         file (in the project or a source). All or nothing; facts already there are skipped."""
         vault, caller, scope = who(ctx)
         facts = [*entities, *observations, *relations]
-        sources = {graph_source(f.source) for f in facts}
+        base = graph_roots()[0]  # relative sources: the vault's root in a vault, else the project
+        sources = {graph_source(f.source, base) for f in facts}
         if not all(scope.can_write(s) for s in sources):
             raise ToolError(denied_text(caller, "write on the collection of every fact's source"))
-        result = call(partial(graph_service.create, base=project_dir(), roots=graph_roots()), memory_file,
+        result = call(partial(graph_service.create, base=base, roots=graph_roots()), memory_file,
                       [e.model_dump() for e in entities], [o.model_dump() for o in observations],
                       [r.model_dump(by_alias=True) for r in relations], guard=graph_lock)
         return GraphCreateOut(**result)
