@@ -158,3 +158,22 @@ def test_init_on_a_folder_indexed_before_makes_it_the_vaults(env, monkeypatch):
         assert found(app, "lemur") == set()
     finally:
         app.close()
+
+
+def test_an_agent_adding_a_vault_inside_the_personal_notes_does_not_make_it_personal(env, monkeypatch):
+    notes = env / "home" / "notes"
+    note(notes, "mine.md", "my note")
+    vault = notes / "team"
+    (vault / ".vault-index").mkdir(parents=True)
+    (vault / ".vault-index" / "config.yaml").write_text("roles: {}\n")
+    note(vault / "notes", "v.md", "the team ferret note")
+    app = opened(monkeypatch, None)
+    app.index([str(notes)])
+    app.close()
+    app = opened(monkeypatch, project(env / "A"))
+    try:
+        app.index([str(vault)], by_agent=True)  # inside a source A sees, so an agent may add it
+        assert app.store.source_scopes()[str(vault)] == str(vault)
+        assert found(app, "ferret") == set()
+    finally:
+        app.close()

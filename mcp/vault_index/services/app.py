@@ -151,7 +151,7 @@ class App:
         """The workspace a new source at `path` joins. An agent's folder inside a source it sees
         keeps that source's workspace: a subfolder of the person's notes, added from one project,
         must not vanish from every other project (services/workspace.path_rule)."""
-        if by_agent:
+        if by_agent and workspaces.vault_root(path) is None:  # inside a vault: always the vault's
             scopes = self.store.source_scopes()
             holders = [r for r in scopes if self.workspace.sees(scopes[r]) and under_any(str(path), (r,))]
             if holders:
