@@ -115,3 +115,22 @@ async def _errors(server, facts) -> list[str | None]:
             result = await client.call_tool("graph_create", arguments)
             out.append("\n".join(c.text for c in result.content) if result.is_error else None)
     return out
+
+
+def test_an_unknown_source_name_lists_only_this_workspaces_sources(machine, monkeypatch):
+    """Old code answered with every source name in the index: to a vault's reader, the names of
+    the person's folders and of other projects' sources."""
+    vault = machine["vault"]
+    write(vault / ".vault-index" / "config.yaml", "roles:\n  reader:\n    read: [notes]\n    write: []\n")
+    monkeypatch.setenv("VAULT_ROLE", "reader")
+    server = build_server(App.open(Settings.from_env(), start=vault), memory_file=machine["tmp"] / "m.jsonl",
+                          vault_root=vault)
+
+    async def ask():
+        async with Client(server) as client:
+            result = await client.call_tool("search_notes", {"query": "plan", "source": "nope"})
+            return "\n".join(c.text for c in result.content)
+
+    said = anyio.run(ask)
+    assert "no source is named 'nope'" in said, said
+    assert said.rsplit("sources: ", 1)[1].strip() == "team", said  # not "docs, notes, team"

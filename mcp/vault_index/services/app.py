@@ -210,9 +210,12 @@ class App:
 
     def _source_filters(self, filters: Filters, source: str) -> Filters | None:
         """`filters` narrowed to the named source's root; None when its path prefix excludes the source."""
-        found = self.store.source_root(source)
-        if not self._visible(found):
-            raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}")
+        # only this workspace's names: the store's own error lists every source of the index
+        names = {n: p for n, p in self.store.source_names().items() if self._visible(p)}
+        found = names.get(source)
+        if found is None:
+            raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}; "
+                                f"sources: {', '.join(sorted(names)) or '(none)'}")
         root = Path(found)
         if not filters.path_prefix:
             return replace(filters, path_prefix=str(root))
