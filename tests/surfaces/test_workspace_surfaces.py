@@ -134,3 +134,22 @@ def test_an_unknown_source_name_lists_only_this_workspaces_sources(machine, monk
     said = anyio.run(ask)
     assert "no source is named 'nope'" in said, said
     assert said.rsplit("sources: ", 1)[1].strip() == "team", said  # not "docs, notes, team"
+
+
+def test_a_taken_source_name_does_not_tell_an_agent_where_the_other_source_is(machine, monkeypatch):
+    """index_paths(name=...) with another workspace's source name: old code's refusal named that
+    source's folder (here the person's ~/notes) to a vault's editor."""
+    vault = machine["vault"]
+    write(vault / ".vault-index" / "config.yaml", 'roles:\n  editor:\n    read: ["*"]\n    write: ["*"]\n')
+    monkeypatch.setenv("VAULT_ROLE", "editor")
+    server = build_server(App.open(Settings.from_env(), start=vault), memory_file=machine["tmp"] / "m.jsonl",
+                          vault_root=vault)
+
+    async def ask():
+        async with Client(server) as client:
+            result = await client.call_tool("index_paths", {"paths": [str(vault / "notes")], "name": "notes"})
+            return result.is_error, "\n".join(c.text for c in result.content)
+
+    refused, said = anyio.run(ask)
+    assert refused and "already used" in said, said
+    assert str(machine["home"] / "notes") not in said.replace(str(vault), "the vault"), said

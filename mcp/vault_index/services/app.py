@@ -119,6 +119,11 @@ class App:
         """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
         (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything.
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
+        if by_agent and name:  # the store's refusal would name the other workspace's folder
+            owner = self.store.source_names().get(name)
+            if owner is not None and not self._visible(owner):
+                raise UsageError(f"the name {name!r} is already used by a source outside "
+                                 f"{self.workspace.describe()}; choose another name")
         if by_agent and paths:
             visible = self.visible_roots()
             registered = [p for _, p in self.store.sources() if visible is None or p in visible]
