@@ -153,3 +153,34 @@ def test_a_taken_source_name_does_not_tell_an_agent_where_the_other_source_is(ma
     refused, said = anyio.run(ask)
     assert refused and "already used" in said, said
     assert str(machine["home"] / "notes") not in said.replace(str(vault), "the vault"), said
+
+
+def test_a_projects_agent_cannot_read_or_write_a_vault_inside_the_project(machine):
+    """A vault inside project A (A/kb): old code wrote A's agent's notes into it as plain project
+    notes (no vault roles, schema, hooks or commit) and read its drafts, which its roles may hide."""
+    a = machine["a"]
+    kb = a / "kb"
+    write(kb / ".vault-index" / "config.yaml", "roles:\n  reader:\n    read: [research]\n    write: []\n"
+          "local_role: reader\n")
+    write(kb / "drafts" / "secret-draft.md", "# Draft\n\nnot for readers\n")
+    write(a / "docs" / "loose.md", "# Loose\n\na project note\n")
+    server = build_server(App.open(Settings.from_env()), memory_file=machine["tmp"] / "m.jsonl")
+    planted = kb / "drafts" / "planted.md"
+    moved = kb / "research" / "moved.md"
+
+    async def session():
+        said = []
+        async with Client(server) as client:
+            for tool, arguments in (
+                ("note_write", {"op": "create", "path": "kb/drafts/planted.md", "body": "x"}),
+                ("note_write", {"op": "create", "path": str(planted), "body": "x"}),
+                ("note_read", {"path": "kb/drafts/secret-draft.md"}),
+                ("note_write", {"op": "move", "path": "docs/loose.md", "new_path": "kb/research/moved.md"}),
+            ):
+                result = await client.call_tool(tool, arguments)
+                said.append((result.is_error, (result.structured_content or {}).get("status")))
+        return said
+
+    answers = anyio.run(session)
+    assert all(error for error, _ in answers), answers  # old code: written, stale (already there), ok, written
+    assert not planted.exists() and not moved.exists() and (a / "docs" / "loose.md").exists()

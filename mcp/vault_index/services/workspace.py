@@ -119,3 +119,16 @@ def path_rule(workspace: Workspace, scopes: dict[str, str]):
 
 def _holds(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def other_vault(root: str | Path, path: str) -> Path | None:
+    """The init vault a note path (absolute, or relative to `root`) lies in when that is not
+    `root`'s own: written through `root`'s write service it would skip that vault's roles."""
+    raw = Path(os.path.expanduser(path))
+    target = Path(os.path.normpath(raw if raw.is_absolute() else Path(root) / raw))
+    if not target.is_relative_to(root):
+        return None  # the write service refuses it as outside (no oracle for vaults elsewhere)
+    found = vault_root(target)
+    if found is None or Path(os.path.realpath(found)) == Path(os.path.realpath(root)):
+        return None
+    return found
