@@ -184,3 +184,21 @@ def test_a_projects_agent_cannot_read_or_write_a_vault_inside_the_project(machin
     answers = anyio.run(session)
     assert all(error for error, _ in answers), answers  # old code: written, stale (already there), ok, written
     assert not planted.exists() and not moved.exists() and (a / "docs" / "loose.md").exists()
+
+
+def test_the_projects_dashboard_leaves_out_a_vault_inside_the_project(machine):
+    """vault_review in project A listed the notes of the vault A/kb (old code: its drafts too)."""
+    a = machine["a"]
+    write(a / "kb" / ".vault-index" / "config.yaml", "roles:\n  reader:\n    read: [research]\n    write: []\n"
+          "local_role: reader\n")
+    write(a / "kb" / "drafts" / "secret-draft.md", "# Draft\n\nnot for readers\n")
+    server = build_server(App.open(Settings.from_env()), memory_file=machine["tmp"] / "m.jsonl")
+
+    async def review():
+        async with Client(server) as client:
+            return (await client.call_tool("vault_review", {"recent_days": 30})).structured_content
+
+    out = anyio.run(review)
+    assert out["status"] in ("ok", "passed"), out
+    assert "secret-draft" not in str(out["data"]), out["data"]
+    assert out["data"]["notes"] == 1 and "kb" not in out["data"]["collections"], out["data"]  # A's own

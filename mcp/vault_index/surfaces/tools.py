@@ -597,7 +597,10 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
             return denied_outcome(caller)
         out = curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
         if recent_days:  # recent activity (services/recent.py): git where there is one, else mtimes
-            out["data"]["recent"] = recent_activity(Path(vault.root), scope.can_read, days=recent_days)
+            from vault_index.services.workspace import other_vault
+
+            readable = lambda p: scope.can_read(p) and other_vault(vault.root, p) is None  # noqa: E731
+            out["data"]["recent"] = recent_activity(Path(vault.root), readable, days=recent_days)
         return out
 
     # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
