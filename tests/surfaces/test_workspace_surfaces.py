@@ -202,3 +202,30 @@ def test_the_projects_dashboard_leaves_out_a_vault_inside_the_project(machine):
     assert out["status"] in ("ok", "passed"), out
     assert "secret-draft" not in str(out["data"]), out["data"]
     assert out["data"]["notes"] == 1 and "kb" not in out["data"]["collections"], out["data"]  # A's own
+
+
+def test_a_project_without_docs_keeps_its_graph_facts_to_itself(machine, monkeypatch):
+    """Project C has no docs/ or notes/, so no source of its own: old code showed the facts its
+    agent recorded (sourced in C's README) in every other project's graph_search and recall."""
+    c = machine["tmp"] / "C"
+    (c / ".git").mkdir(parents=True)
+    write(c / "README.md", "# C\n\nthe plan\n")
+    memory = machine["tmp"] / "memory.jsonl"
+
+    def session(project: Path, calls):
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+        monkeypatch.chdir(project)
+        server = build_server(App.open(Settings.from_env()), memory_file=memory)
+
+        async def run():
+            async with Client(server) as client:
+                return [(await client.call_tool(tool, arguments)).structured_content for tool, arguments in calls]
+        return anyio.run(run)
+
+    fact = {"entities": [{"name": "Gamma acquisition", "entityType": "decision", "source": "README.md"}]}
+    session(c, [("graph_create", fact)])
+    ask = [("graph_search", {"query": "acquisition"}), ("recall", {"query": "Gamma acquisition"})]
+    found, recalled = session(machine["a"], ask)
+    assert found["entities"] == [] and recalled["graph"] == [], (found, recalled)
+    found, _ = session(c, ask)
+    assert [e["name"] for e in found["entities"]] == ["Gamma acquisition"]

@@ -83,17 +83,11 @@ class App:
         holding it decides); None when every source is seen."""
         return workspaces.path_rule(self.workspace, self.store.source_scopes())
 
-    def fact_visible(self) -> Callable[[str], bool] | None:
-        """For the memory graph: whether a fact's source note is seen here (None: every fact is).
-        A source inside a hidden source, or inside another workspace's folder, is hidden; in a
-        vault only the vault's own files count."""
-        sees = self.sees_path()
-        if self.workspace.kind == workspaces.VAULT:
-            root = (self.workspace.key,)
-            return lambda source: under_any(str(source), root) and (sees is None or sees(str(source)))
-        if sees is None:
-            return None
-        return lambda source: sees(str(source))  # the notes' rule, so the graph is scoped like them
+    def fact_visible(self) -> Callable[[str], bool]:
+        """For the memory graph: whether a fact's source is seen here (services/workspace.fact_rule:
+        the notes' rule, and a fact from another project's files is hidden even when that project
+        has no source; in a vault only the vault's own files count)."""
+        return workspaces.fact_rule(self.workspace, self.store.source_scopes())
 
     def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
         """Register the project's own folders (docs/, notes/) that no visible source covers, and

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from vault_index import locations
@@ -132,3 +133,34 @@ def other_vault(root: str | Path, path: str) -> Path | None:
     if found is None or Path(os.path.realpath(found)) == Path(os.path.realpath(root)):
         return None
     return found
+
+
+def fact_rule(workspace: Workspace, scopes: dict[str, str]):
+    """Whether `workspace` sees a graph fact from `path`: as path_rule for a path a source holds;
+    under no source, seen in this workspace's own folder, hidden in another project or vault (its
+    markers, as `find` reads them: a project with no docs/ still owns its facts), else seen
+    everywhere but in a vault (a fact about nobody's files)."""
+    notes = path_rule(workspace, scopes)
+    sources = tuple(scopes)
+    known = {s for s in scopes.values() if s}
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+
+    @lru_cache(maxsize=4096)
+    def elsewhere(folder: str) -> bool:
+        for here in (Path(folder), *Path(folder).parents):
+            if here == home or here == Path(here.anchor) or locations.is_tool_checkout(str(here)):
+                return False
+            if (str(here) in known or os.path.isfile(os.path.join(here, *VAULT_MARKER))
+                    or any(os.path.lexists(here / m) for m in PROJECT_MARKERS)):
+                return True
+        return False
+
+    def sees(path: str | Path) -> bool:
+        text = os.fspath(path)
+        if any(_holds(s, text) for s in sources):
+            return notes is None or notes(text)
+        if workspace.root is not None and _holds(str(workspace.root), text):
+            return True
+        return workspace.kind != VAULT and not elsewhere(os.path.dirname(text))
+
+    return sees
