@@ -133,6 +133,15 @@ class App:
         report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
                               scope_of=scope_of)
         self._claim_for_vaults(paths or [])
+        return self._seen_problems(report) if by_agent else report
+
+    def _seen_problems(self, report: SyncReport) -> SyncReport:
+        """`report` with only the problems of files this workspace sees: a re-sync of every source
+        must not name another project's files to an agent."""
+        sees, roots = self.sees_path(), self.visible_roots()
+        if sees is None:
+            return report
+        report.problems = [(p, m) for p, m in report.problems if under_any(p, tuple(roots)) and sees(p)]
         return report
 
     def _claim_for_vaults(self, paths: list[str]) -> None:
@@ -309,7 +318,8 @@ class App:
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "rerank_state": self._rerank_state(probe_models),
-            "problems": [{"path": p, "message": m} for p, m in self.store.problems()],
+            "problems": [{"path": p, "message": m} for p, m in self._seen_problems(
+                SyncReport(problems=list(self.store.problems()))).problems],
             "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
             "read_only": self.store.read_only, "notices": self.index_notices(),
         }
