@@ -49,6 +49,7 @@ from vault_index.services.access import (
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.recent import recent_activity
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.services.workspace import other_vault, refuse_other_vault
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.prompts import register_prompts
@@ -239,7 +240,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         local person's default role there (ADR 0020); (vault, caller, scope, path in that vault)."""
         vault, caller, scope = who(ctx)
         given = Path(os.path.normpath(os.path.expanduser(path)))
-        refuse_other_vault(vault.root, path)
+        call(refuse_other_vault, vault.root, path)
         if not given.is_absolute() or app.workspace.kind == "vault" or given.is_relative_to(vault.root):
             return vault, caller, scope, path
         sees = call(app.sees_path)
@@ -250,7 +251,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
             other = elsewhere.setdefault(root, _Vaults(app, root)).get()
         except VaultIndexError as exc:
             raise ToolError(str(exc)) from exc
-        refuse_other_vault(root, str(given))
+        call(refuse_other_vault, root, str(given))
         caller = caller_factory(other, ctx)
         return other, caller, scope_for(other, other.grants(caller.role)), str(given.relative_to(root))
 
@@ -536,7 +537,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
         vault, caller, scope, path = who_at(ctx, path)
         if new_path:
-            refuse_other_vault(vault.root, new_path)  # a move into a vault is a write there
+            call(refuse_other_vault, vault.root, new_path)  # a move into a vault is a write there
         writer = writer_for(vault)
         return outcome_out(call(partial(write_op, body=body, frontmatter=frontmatter, base_version=base_version,
                                         reason=reason, superseded_by=superseded_by, request_id=request_id,
@@ -597,8 +598,6 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
             return denied_outcome(caller)
         out = curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
         if recent_days:  # recent activity (services/recent.py): git where there is one, else mtimes
-            from vault_index.services.workspace import other_vault
-
             readable = lambda p: scope.can_read(p) and other_vault(vault.root, p) is None  # noqa: E731
             out["data"]["recent"] = recent_activity(Path(vault.root), readable, days=recent_days)
         return out
@@ -631,17 +630,6 @@ def require_written(outcome) -> None:
     starts with its status (`denied: ...`, `locked: ...`) and says what to do."""
     if not outcome.ok:
         raise ToolError(f"{outcome.status}: {outcome.message}")
-
-
-def refuse_other_vault(root, path: str) -> None:
-    """A note inside an init vault is read and written only by that vault's server, under its roles
-    (ADR 0020); from a project or another vault it is refused, never written as a plain note."""
-    from vault_index.services.workspace import other_vault
-
-    found = other_vault(root, path)
-    if found is not None:
-        raise ToolError(f"{path} lies in the vault {found}, which only its own server reads and writes "
-                        "(start Claude Code or `vault-index serve` in it)")
 
 
 def refuse_unwritable(scope: Scope, caller, paths: list[str]) -> None:
