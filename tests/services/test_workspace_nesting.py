@@ -177,3 +177,26 @@ def test_an_agent_adding_a_vault_inside_the_personal_notes_does_not_make_it_pers
         assert found(app, "ferret") == set()
     finally:
         app.close()
+
+
+def test_links_from_a_personal_note_do_not_lead_into_a_nested_projects_docs(env, monkeypatch):
+    """A link inside ~/Documents to B's docs (B's source, nested in it) resolves within the outer
+    source; old code gave its path to project A's links, backlinks and neighbors."""
+    from vault_index.services.linkgraph import note_links
+
+    documents = env / "home" / "Documents"
+    b = project(documents / "B")
+    secret = note(b / "docs", "plan.md", "beta plan, see [hub](../../hub.md)")
+    hub = note(documents, "hub.md", "see [the plan](B/docs/plan.md)")
+    app = opened(monkeypatch, b)
+    app.adopt_workspace()
+    app.close()
+    app = opened(monkeypatch, None)
+    app.index([str(documents)])
+    app.close()
+    app = opened(monkeypatch, project(env / "A"))
+    try:
+        shown = [str(note_links(app, way, str(hub))) for way in ("links", "backlinks", "neighbors")]
+        assert not [s for s in shown if str(secret) in s], shown
+    finally:
+        app.close()
