@@ -107,7 +107,11 @@ def note_target(app, path: str) -> Path:
     roots = app.roots()  # the sources of this workspace only (ADR 0020)
     if not roots:
         raise NotFoundError("no sources are registered; index a folder first")
-    return resolve_inside(path, roots)
+    real = resolve_inside(path, roots)
+    sees = app.sees_path()
+    if sees is not None and not sees(str(real)):  # a hidden source nested in a visible one
+        raise NotFoundError(f"{path} is not a file in the index sources")
+    return real
 
 
 def is_indexed(app, path: str | Path) -> bool:
@@ -129,7 +133,7 @@ def visible_entities(entities: list[dict], scope: Scope) -> list[dict]:
     return shown
 
 
-def graph_source(source: str) -> Path:
-    """A graph fact's source as a real path (relative: against the project folder)."""
+def graph_source(source: str, base: Path | None = None) -> Path:
+    """A graph fact's source as a real path (relative: against `base`, default the project folder)."""
     path = Path(os.path.expanduser(source))
-    return (path if path.is_absolute() else project_dir() / path).resolve()
+    return (path if path.is_absolute() else (base or project_dir()) / path).resolve()

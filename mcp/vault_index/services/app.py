@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
@@ -77,19 +78,16 @@ class App:
         roots = self.visible_roots()
         return roots is None or path in roots
 
-    def fact_visible(self) -> Callable[[str], bool] | None:
-        """For the memory graph: whether a fact's source note is seen here (None: every fact is).
-        A source inside a hidden source, or inside another workspace's folder, is hidden; in a
-        vault only the vault's own files count."""
-        scopes = self.store.source_scopes()
-        if self.workspace.kind == workspaces.VAULT:
-            root = (self.workspace.key,)
-            return lambda source: under_any(str(source), root)
-        hidden = tuple({*(p for p, s in scopes.items() if not self.workspace.sees(s)),
-                        *(s for s in scopes.values() if s and not self.workspace.sees(s))})
-        if not hidden:
-            return None
-        return lambda source: not under_any(str(source), hidden)
+    def sees_path(self) -> Callable[[str], bool] | None:
+        """Whether this workspace sees a file (services/workspace.path_rule: the deepest source
+        holding it decides); None when every source is seen."""
+        return workspaces.path_rule(self.workspace, self.store.source_scopes())
+
+    def fact_visible(self) -> Callable[[str], bool]:
+        """For the memory graph: whether a fact's source is seen here (services/workspace.fact_rule:
+        the notes' rule, and a fact from another project's files is hidden even when that project
+        has no source; in a vault only the vault's own files count)."""
+        return workspaces.fact_rule(self.workspace, self.store.source_scopes())
 
     def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
         """Register the project's own folders (docs/, notes/) that no visible source covers, and
@@ -115,6 +113,11 @@ class App:
         """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
         (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything.
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
+        if by_agent and name:  # the store's refusal would name the other workspace's folder
+            owner = self.store.source_names().get(name)
+            if owner is not None and not self._visible(owner):
+                raise UsageError(f"the name {name!r} is already used by a source outside "
+                                 f"{self.workspace.describe()}; choose another name")
         if by_agent and paths:
             visible = self.visible_roots()
             registered = [p for _, p in self.store.sources() if visible is None or p in visible]
@@ -126,9 +129,42 @@ class App:
         embedder = self.models.embedder()
         with self.store.transaction() as db:
             self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
-        scope_of = lambda p: self.workspace.scope_for(p, by_agent=by_agent)  # noqa: E731
-        return indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
-                            scope_of=scope_of)
+        scope_of = partial(self._scope_of, by_agent=by_agent)
+        report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
+                              scope_of=scope_of)
+        self._claim_for_vaults(paths or [])
+        return self._seen_problems(report) if by_agent else report
+
+    def _seen_problems(self, report: SyncReport) -> SyncReport:
+        """`report` with only the problems of files this workspace sees: a re-sync of every source
+        must not name another project's files to an agent."""
+        sees, roots = self.sees_path(), self.visible_roots()
+        if sees is None:
+            return report
+        report.problems = [(p, m) for p, m in report.problems if under_any(p, tuple(roots)) and sees(p)]
+        return report
+
+    def _claim_for_vaults(self, paths: list[str]) -> None:
+        """A source already registered (say personal) that now lies in an init vault becomes the
+        vault's: `index kb` then `init kb` left the vault seeing none of its notes, and every
+        project seeing all of them."""
+        scopes = self.store.source_scopes()
+        for raw in paths:
+            path = Path(raw).expanduser().resolve()
+            vault = workspaces.vault_root(path)
+            if vault is not None and scopes.get(str(path), str(vault)) != str(vault):
+                self.store.set_source_scope(str(path), str(vault))
+
+    def _scope_of(self, path: Path, *, by_agent: bool) -> str:
+        """The workspace a new source at `path` joins. An agent's folder inside a source it sees
+        keeps that source's workspace: a subfolder of the person's notes, added from one project,
+        must not vanish from every other project (services/workspace.path_rule)."""
+        if by_agent and workspaces.vault_root(path) is None:  # inside a vault: always the vault's
+            scopes = self.store.source_scopes()
+            holders = [r for r in scopes if self.workspace.sees(scopes[r]) and under_any(str(path), (r,))]
+            if holders:
+                return scopes[max(holders, key=len)]
+        return self.workspace.scope_for(path, by_agent=by_agent)
 
     def reindex_file(self, path: str) -> SyncReport | None:
         return indexer.reindex_file(self.store, self.models, path)
@@ -173,7 +209,7 @@ class App:
                 return SearchResult(query, mode, False, False, ())
         visible = self.visible_roots()
         if visible is not None:
-            filters = replace(filters or Filters(), scope_roots=tuple(visible))
+            filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
         result = self.searcher.search(query, mode, limit, filters, explain, per_note)
         notices = self.index_notices()
         if not result.hits and not self.store.chunk_count():
@@ -182,9 +218,12 @@ class App:
 
     def _source_filters(self, filters: Filters, source: str) -> Filters | None:
         """`filters` narrowed to the named source's root; None when its path prefix excludes the source."""
-        found = self.store.source_root(source)
-        if not self._visible(found):
-            raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}")
+        # only this workspace's names: the store's own error lists every source of the index
+        names = {n: p for n, p in self.store.source_names().items() if self._visible(p)}
+        found = names.get(source)
+        if found is None:
+            raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}; "
+                                f"sources: {', '.join(sorted(names)) or '(none)'}")
         root = Path(found)
         if not filters.path_prefix:
             return replace(filters, path_prefix=str(root))
@@ -218,6 +257,9 @@ class App:
         if not roots:
             raise NotFoundError("no sources are registered; index a folder first")
         real = resolve_inside(path, roots)
+        sees = self.sees_path()
+        if sees is not None and not sees(str(real)):  # in a hidden source nested in a visible one
+            raise NotFoundError(f"{path} is not a file in the index sources")
         raw = _read_served(real, roots, path)
         # An empty file is one empty line, as an editor shows it: every answer has
         # line_start <= line_end <= total_lines.
@@ -276,7 +318,8 @@ class App:
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "rerank_state": self._rerank_state(probe_models),
-            "problems": [{"path": p, "message": m} for p, m in self.store.problems()],
+            "problems": [{"path": p, "message": m} for p, m in self._seen_problems(
+                SyncReport(problems=list(self.store.problems()))).problems],
             "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
             "read_only": self.store.read_only, "notices": self.index_notices(),
         }

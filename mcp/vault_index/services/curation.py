@@ -116,8 +116,9 @@ def note_paths(root: Path, limit: int = MAX_NOTES) -> Iterator[str]:
     """Vault-relative paths of the `.md` files, without following links or entering control folders."""
     count = 0
     for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d.casefold() not in SKIPPED_DIRS)
-        for name in sorted(files):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d.casefold() not in SKIPPED_DIRS
+                         and not os.path.isfile(os.path.join(folder, d, ".vault-index", "config.yaml")))
+        for name in sorted(files):  # (a nested init vault is its own: its roles, its dashboard)
             full = Path(folder) / name
             if not name.endswith(".md") or full.is_symlink():
                 continue

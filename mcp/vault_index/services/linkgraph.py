@@ -44,6 +44,12 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
         raise UsageError(f"direction must be one of {', '.join(DIRECTIONS)}")
     limit = max(1, min(int(limit), MAX_RESULTS))
     kinds = _kinds(types)
+    sees = app.sees_path()  # links resolve inside a source, so a nested hidden source's notes can be linked
+    if sees is not None:
+        granted = can_read
+
+        def can_read(path: Path) -> bool:
+            return granted(path) and sees(str(path))
     note = str(note_target(app, path)) if path else None
     if note is None and (direction != "related" or not query):
         raise UsageError("name a note (path); `related` also takes a query instead")

@@ -68,6 +68,9 @@ class Filters:
     # The workspace's visible source roots (services/workspace.py), set by the App when some
     # source is not visible here; None: every source is.
     scope_roots: tuple[str, ...] | None = None
+    # The exact rule for each hit (services/workspace.path_rule): a hidden source nested in a
+    # visible root (a project's docs in a personal folder) is still hidden.
+    scope_allowed: Callable[[str], bool] | None = field(default=None, compare=False)
 
     def active(self) -> bool:
         return bool(self.path_prefix or self.tags or self.status or self.collection)
@@ -192,7 +195,8 @@ class Searcher:
             order = [(cid, score) for cid, score in order if cid in rows and filters.path_allowed(rows[cid].path)]
         if filters.scope_roots is not None:  # exact, where LIKE ignored letter case
             order = [(cid, score) for cid, score in order
-                     if cid in rows and under_any(rows[cid].path, filters.scope_roots)]
+                     if cid in rows and under_any(rows[cid].path, filters.scope_roots)
+                     and (filters.scope_allowed is None or filters.scope_allowed(rows[cid].path))]
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})
         more: dict[int, int] = {}
         if per_note:

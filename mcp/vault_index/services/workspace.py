@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from vault_index import locations
+from vault_index.errors import OutsideSourcesError
 
 VAULT_MARKER = (".vault-index", "config.yaml")  # what `vault-index init` makes
 PROJECT_MARKERS = (".git", ".claude", ".mcp.json", "CLAUDE.md")  # a folder Claude Code would call a project
@@ -94,3 +96,81 @@ def find(known: set[str] | frozenset[str] = frozenset(), start: str | Path | Non
     if explicit and begin != home and begin != Path(begin.anchor):
         return Workspace(PROJECT, begin)  # Claude Code named it: a project even without a marker
     return Workspace(PERSONAL)
+
+
+def path_rule(workspace: Workspace, scopes: dict[str, str]):
+    """Whether `workspace` sees a path, given every source's path -> scope: the deepest source
+    holding the path decides (a project's or vault's source nested in a personal folder stays its
+    own); a path under no source goes by the deepest workspace folder holding it, and under none
+    it is seen everywhere but in a vault. None when every source is seen (nothing to filter)."""
+    if all(workspace.sees(scope) for scope in scopes.values()):
+        return None
+    sources = sorted(scopes, key=len, reverse=True)  # deepest first
+    folders = sorted({s for s in scopes.values() if s} | ({workspace.key} - {""}), key=len, reverse=True)
+
+    def sees(path: str | Path) -> bool:
+        text = os.fspath(path)
+        owner = next((s for s in sources if _holds(s, text)), None)
+        if owner is not None:
+            return workspace.sees(scopes[owner])
+        folder = next((f for f in folders if _holds(f, text)), None)
+        return workspace.sees(folder) if folder is not None else workspace.kind != VAULT
+
+    return sees
+
+
+def _holds(root: str, path: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def other_vault(root: str | Path, path: str) -> Path | None:
+    """The init vault a note path (absolute, or relative to `root`) lies in when that is not
+    `root`'s own: written through `root`'s write service it would skip that vault's roles."""
+    raw = Path(os.path.expanduser(path))
+    target = Path(os.path.normpath(raw if raw.is_absolute() else Path(root) / raw))
+    if not target.is_relative_to(root):
+        return None  # the write service refuses it as outside (no oracle for vaults elsewhere)
+    found = vault_root(target)
+    if found is None or Path(os.path.realpath(found)) == Path(os.path.realpath(root)):
+        return None
+    return found
+
+
+def refuse_other_vault(root: str | Path, path: str) -> None:
+    """A note inside an init vault is read and written only by that vault's server, under its roles
+    (ADR 0020); from a project or another vault it is refused, never written as a plain note."""
+    found = other_vault(root, path)
+    if found is not None:
+        raise OutsideSourcesError(f"{path} lies in the vault {found}, which only its own server reads and "
+                                  "writes (start Claude Code or `vault-index serve` in it)")
+
+
+def fact_rule(workspace: Workspace, scopes: dict[str, str]):
+    """Whether `workspace` sees a graph fact from `path`: as path_rule for a path a source holds;
+    under no source, seen in this workspace's own folder, hidden in another project or vault (its
+    markers, as `find` reads them: a project with no docs/ still owns its facts), else seen
+    everywhere but in a vault (a fact about nobody's files)."""
+    notes = path_rule(workspace, scopes)
+    sources = tuple(scopes)
+    known = {s for s in scopes.values() if s}
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+
+    @lru_cache(maxsize=4096)
+    def elsewhere(folder: str) -> bool:
+        for here in (Path(folder), *Path(folder).parents):
+            if here == home or here == Path(here.anchor) or locations.is_tool_checkout(str(here)):
+                return False
+            if (str(here) in known or os.path.isfile(os.path.join(here, *VAULT_MARKER))
+                    or any(os.path.lexists(here / m) for m in PROJECT_MARKERS)):
+                return True
+        return False
+
+    def sees(path: str | Path) -> bool:
+        text = os.fspath(path)
+        if any(_holds(s, text) for s in sources):
+            return notes is None or notes(text)
+        if workspace.root is not None and _holds(str(workspace.root), text):
+            return True
+        return workspace.kind != VAULT and not elsewhere(os.path.dirname(text))
+
+    return sees

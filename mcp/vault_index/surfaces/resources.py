@@ -62,12 +62,15 @@ def listed_notes(app: App) -> list[tuple[str, str]]:
     seen: set[str] = set()
     listed: set[int] = set()
     notes = []
+    visible, sees = app.visible_roots(), app.sees_path()  # this workspace's notes only (ADR 0020)
     for source_id, root in app.store.sources():
-        if source_id in listed:  # a further checkout of the source on this machine: listed once
-            continue
+        if source_id in listed or (visible is not None and root not in visible):
+            continue  # a further checkout of the source (listed once), or another workspace's
         listed.add(source_id)
         file_root = Path(root).is_file()
         for real in sorted(app.store.file_paths(source_id)):
+            if sees is not None and not sees(real):
+                continue
             rel = real if file_root else os.path.relpath(real, root)
             shown = real if rel in seen or rel.startswith("..") else rel
             seen.add(rel)

@@ -49,6 +49,7 @@ from vault_index.services.access import (
 from vault_index.services.app import MAX_NOTE_LINES, App
 from vault_index.services.recent import recent_activity
 from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.services.workspace import other_vault, refuse_other_vault
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.prompts import register_prompts
@@ -239,15 +240,18 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         local person's default role there (ADR 0020); (vault, caller, scope, path in that vault)."""
         vault, caller, scope = who(ctx)
         given = Path(os.path.normpath(os.path.expanduser(path)))
+        call(refuse_other_vault, vault.root, path)
         if not given.is_absolute() or app.workspace.kind == "vault" or given.is_relative_to(vault.root):
             return vault, caller, scope, path
+        sees = call(app.sees_path)
         root = next((Path(r) for r in call(app.roots) if given.is_relative_to(r) and Path(r).is_dir()), None)
-        if root is None:
+        if root is None or (sees is not None and not sees(str(given))):  # e.g. a vault in a personal folder
             return vault, caller, scope, path  # the write service refuses it as outside the vault
         try:
             other = elsewhere.setdefault(root, _Vaults(app, root)).get()
         except VaultIndexError as exc:
             raise ToolError(str(exc)) from exc
+        call(refuse_other_vault, root, str(given))
         caller = caller_factory(other, ctx)
         return other, caller, scope_for(other, other.grants(caller.role)), str(given.relative_to(root))
 
@@ -257,6 +261,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
     def graph_roots() -> list[Path]:
         """Where an agent's fact may name its source: the project folder and the registered sources."""
+        if app.workspace.kind == "vault":  # a vault sees only itself (ADR 0020): its facts too
+            return [app.workspace.root]
         homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
         return [*homes, *(Path(source["path"]) for source in call(app.sources))]
 
@@ -360,10 +366,11 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         file (in the project or a source). All or nothing; facts already there are skipped."""
         vault, caller, scope = who(ctx)
         facts = [*entities, *observations, *relations]
-        sources = {graph_source(f.source) for f in facts}
+        base = graph_roots()[0]  # relative sources: the vault's root in a vault, else the project
+        sources = {graph_source(f.source, base) for f in facts}
         if not all(scope.can_write(s) for s in sources):
             raise ToolError(denied_text(caller, "write on the collection of every fact's source"))
-        result = call(partial(graph_service.create, base=project_dir(), roots=graph_roots()), memory_file,
+        result = call(partial(graph_service.create, base=base, roots=graph_roots()), memory_file,
                       [e.model_dump() for e in entities], [o.model_dump() for o in observations],
                       [r.model_dump(by_alias=True) for r in relations], guard=graph_lock)
         return GraphCreateOut(**result)
@@ -529,6 +536,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         from vault_index.services.edit_ops import write_op
 
         vault, caller, scope, path = who_at(ctx, path)
+        if new_path:
+            call(refuse_other_vault, vault.root, new_path)  # a move into a vault is a write there
         writer = writer_for(vault)
         return outcome_out(call(partial(write_op, body=body, frontmatter=frontmatter, base_version=base_version,
                                         reason=reason, superseded_by=superseded_by, request_id=request_id,
@@ -589,7 +598,8 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
             return denied_outcome(caller)
         out = curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
         if recent_days:  # recent activity (services/recent.py): git where there is one, else mtimes
-            out["data"]["recent"] = recent_activity(Path(vault.root), scope.can_read, days=recent_days)
+            readable = lambda p: scope.can_read(p) and other_vault(vault.root, p) is None  # noqa: E731
+            out["data"]["recent"] = recent_activity(Path(vault.root), readable, days=recent_days)
         return out
 
     # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
