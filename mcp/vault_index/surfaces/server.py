@@ -17,6 +17,9 @@ from vault_index.surfaces.tools import build_server, graph_summary, instructions
 
 __all__ = ["build_server", "graph_summary", "instructions", "serve_stdio"]
 
+EMBEDDING_THREADS = ("vault-index-watch", "adopt-vectors")  # our threads that may be inside onnxruntime
+WATCH_STOP_WAIT_S = 1.0  # an idle watcher sees its stop event within 0.2 s
+
 
 def _exit_on_interrupt() -> None:
     """Ctrl-C (or a client's SIGINT) ends the server at once, as SIGTERM does.
@@ -30,6 +33,24 @@ def _exit_on_interrupt() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
+def _leave_if_still_embedding() -> None:
+    """Trigger: the client closed stdin while the --watch catch-up sync (or a project's vectors)
+    was embedding on its thread; interpreter shutdown tore onnxruntime down under it and the
+    server died of SIGABRT ("terminate called without an active exception").
+    Outcome: with such a thread still running, flush and leave at once with exit code 0. Every
+    write is one SQLite transaction, so the unfinished embedding resumes at the next start."""
+    import os
+    import sys
+
+    if any(t.name in EMBEDDING_THREADS and t.is_alive() for t in threading.enumerate()):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing left to say on it
+                pass
+        os._exit(0)
 
 
 def listen_for_edits(app: App):
@@ -51,14 +72,14 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
 
         print(f"vault-index: the server cannot start: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
-    stop = edits = None
+    stop = edits = watcher = None
     try:
         server = build_server(app, memory_file, stdio_caller_factory(role), vault_root=vault_root)
         edits = listen_for_edits(app)
         if watch:  # its own connection on its own thread; shares the (lazily loaded) models
             from vault_index.services.watch import start_in_background
 
-            _, stop, _ = start_in_background(lambda: app.reopen())
+            watcher, stop, _ = start_in_background(lambda: app.reopen())
         import anyio
 
         from vault_index.surfaces import stdio_guard
@@ -67,6 +88,8 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
     finally:
         if stop is not None:
             stop.set()
+            watcher.join(timeout=WATCH_STOP_WAIT_S)
         if edits is not None:
             edits.stop()
         app.close()
+    _leave_if_still_embedding()
