@@ -1,4 +1,4 @@
-"""A session that ends while the server's --watch catch-up sync embeds must not kill it with SIGABRT.
+"""A server that ends while its --watch catch-up sync embeds must not die of SIGABRT (stdio, HTTP).
 
 Found walking docs/getting-started.md on a fresh clone: notes added while no session ran are
 embedded by the watcher when the next server starts; a short session (one /recall, then quit)
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import time
 
@@ -23,6 +25,18 @@ def _env(home) -> dict:
     return {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "VAULT_RERANK": "0"}
 
 
+def _changed_notes(folder) -> None:
+    """Notes changed while no server ran: the next server's catch-up sync embeds them."""
+    for i in range(NOTES):
+        write(folder, f"note-{i}.md", f"# Note {i}\n\n" + f"Sentence {i} about the wombat rota. " * 60 + "\n")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _send(proc, message: dict) -> None:
     proc.stdin.write(json.dumps(message) + "\n")
     proc.stdin.flush()
@@ -34,8 +48,7 @@ def test_closing_stdin_while_the_watcher_embeds_exits_cleanly_and_the_embedding_
     env = _env(home)
     write(notes, "first.md", "# First\n\nThe first note.\n")
     subprocess.run([CLI, "index", str(notes)], env=env, cwd=home, check=True, capture_output=True, timeout=300)
-    for i in range(NOTES):  # changed while no server ran: the next server's catch-up sync embeds them
-        write(notes, f"note-{i}.md", f"# Note {i}\n\n" + f"Sentence {i} about the wombat rota. " * 60 + "\n")
+    _changed_notes(notes)
     proc = subprocess.Popen([CLI, "--watch"], env=env, cwd=home, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -58,3 +71,31 @@ def test_closing_stdin_while_the_watcher_embeds_exits_cleanly_and_the_embedding_
                                        capture_output=True, text=True, timeout=120).stdout)
     assert status["files"] == NOTES + 1, status
     assert status["vectors"] == status["chunks"] > NOTES, status
+
+
+def test_ctrl_c_on_serve_http_while_the_watcher_embeds_exits_cleanly(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env, vault, port = _env(home), home / "team-vault", _free_port()
+    subprocess.run([CLI, "init", str(vault)], env=env, cwd=home, check=True, capture_output=True, timeout=300)
+    subprocess.run([CLI, "token", "new", "--role", "editor"], env=env, cwd=vault, check=True, capture_output=True,
+                   timeout=120)
+    _changed_notes(vault / "research")
+    proc = subprocess.Popen([CLI, "serve", "--http", str(port), "--watch"], env=env, cwd=vault,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # serving: the watcher started beside it
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        time.sleep(SESSION_S)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+        err = proc.stderr.read()
+    assert "terminate called" not in err, err[-2000:]
+    assert code == 0, err[-2000:]

@@ -13,12 +13,10 @@ from pathlib import Path
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 from vault_index.surfaces.callers import stdio_caller_factory
+from vault_index.surfaces.shutdown import leave_if_still_embedding, stop_watcher
 from vault_index.surfaces.tools import build_server, graph_summary, instructions
 
 __all__ = ["build_server", "graph_summary", "instructions", "serve_stdio"]
-
-EMBEDDING_THREADS = ("vault-index-watch", "adopt-vectors")  # our threads that may be inside onnxruntime
-WATCH_STOP_WAIT_S = 1.0  # an idle watcher sees its stop event within 0.2 s
 
 
 def _exit_on_interrupt() -> None:
@@ -33,24 +31,6 @@ def _exit_on_interrupt() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-
-
-def _leave_if_still_embedding() -> None:
-    """Trigger: the client closed stdin while the --watch catch-up sync (or a project's vectors)
-    was embedding on its thread; interpreter shutdown tore onnxruntime down under it and the
-    server died of SIGABRT ("terminate called without an active exception").
-    Outcome: with such a thread still running, flush and leave at once with exit code 0. Every
-    write is one SQLite transaction, so the unfinished embedding resumes at the next start."""
-    import os
-    import sys
-
-    if any(t.name in EMBEDDING_THREADS and t.is_alive() for t in threading.enumerate()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing left to say on it
-                pass
-        os._exit(0)
 
 
 def listen_for_edits(app: App):
@@ -86,10 +66,8 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
 
         anyio.run(stdio_guard.serve, server)  # the SDK's stdio transport, behind the guard
     finally:
-        if stop is not None:
-            stop.set()
-            watcher.join(timeout=WATCH_STOP_WAIT_S)
+        stop_watcher(watcher, stop)
         if edits is not None:
             edits.stop()
         app.close()
-    _leave_if_still_embedding()
+    leave_if_still_embedding()  # never finalize under a thread inside onnxruntime (surfaces/shutdown.py)
