@@ -99,8 +99,10 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
         store.close()
     limit = f" (first {cap} files checked)" if capped else ""
     if stale:
-        return Result("index-fresh", "warn", f"{len(stale)} notes changed since indexing{limit}, e.g. {stale[0]}",
-                      "run `vault-index index` (no path re-syncs every source)")
+        # A plugin user has no `vault-index` command; the agent's index_paths re-syncs the same way.
+        fix = ("run `vault-index index` (no path re-syncs every source)" if ctx.mode == "project"
+               else "ask Claude to call index_paths with no paths (it re-syncs every source)")
+        return Result("index-fresh", "warn", f"{len(stale)} notes changed since indexing{limit}, e.g. {stale[0]}", fix)
     return Result("index-fresh", "ok", f"{seen} notes checked, none changed since indexing{limit}")
 
 

@@ -43,3 +43,19 @@ def test_a_touched_note_is_fresh_once_a_sync_has_seen_it(tmp_path, monkeypatch):
     note.write_text("# Garden\n\nTwo AA cells last ten weeks.\n")  # a real edit still counts
     os.utime(note, (later + 60, later + 60))
     assert invariants.check_index_fresh(context).status == "warn"
+
+
+def test_a_plugin_user_is_told_a_fix_they_can_run(tmp_path, monkeypatch):
+    """A plugin user has no `vault-index` on PATH; the SessionStart hook must not advise it."""
+    env = cli_env(tmp_path / "state" / "index.db")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    note = write(tmp_path / "notes", "garden.md", "# Garden\n\nTwo AA cells.\n")
+    subprocess.run([CLI, "index", str(note.parent)], env=env, check=True, capture_output=True, timeout=120)
+    note.write_text("# Garden\n\nThree AA cells.\n")
+    plugin = Context(project=tmp_path, plugin_root=tmp_path / "plugin", plugin_data=tmp_path / "data",
+                     settings=Settings.from_env())
+    result = invariants.check_index_fresh(plugin)
+    assert result.status == "warn" and "index_paths" in result.fix and "vault-index index" not in result.fix
+    clone = invariants.check_index_fresh(Context(project=tmp_path, settings=Settings.from_env()))
+    assert "vault-index index" in clone.fix
