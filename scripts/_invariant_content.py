@@ -48,6 +48,17 @@ def check_sources(ctx: Context) -> Result:
     return Result("sources", "ok", f"{len(sources)} sources, all present")
 
 
+def _same(state, info: os.stat_result) -> bool:
+    return state is not None and state.mtime == info.st_mtime and state.size == info.st_size
+
+
+def _copy(store, checkout_id: int | None, key: str):
+    """This checkout's copy at its last sync (ADR 0019): a touch that left the bytes alone moves
+    only the copy's mtime, since the stored note did not change; None when gone or unknown."""
+    copy = store.copy_state(checkout_id, key) if checkout_id is not None else None
+    return None if copy is None or copy.gone else copy
+
+
 def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
     from vault_index.engine.sources import walk_notes
 
@@ -57,12 +68,14 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
     stale, seen, capped = [], 0, False
     try:
         skipped = {p for p, message in store.problems() if message and message.startswith("skipped")}
+        checkout_of = {(s, r): c for c, s, r in store.checkouts()}
         for source_id, root in store.sources():
             root_path = Path(root)
             if not root_path.exists() or capped:
                 continue
             files = [root_path.resolve()] if root_path.is_file() else walk_notes(root_path)
             walked = set()
+            checkout_id = checkout_of.get((source_id, root))
             for path in files:
                 if seen >= cap:
                     capped = True
@@ -78,7 +91,7 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
                 if state is None:
                     if key not in skipped:
                         stale.append(f"new {key}")
-                elif state.mtime != info.st_mtime or state.size != info.st_size:
+                elif not (_same(state, info) or _same(_copy(store, checkout_id, key), info)):
                     stale.append(f"changed {key}")
             if not capped:
                 stale += [f"deleted {p}" for p in sorted(store.file_paths(source_id) - walked)]
@@ -86,8 +99,10 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
         store.close()
     limit = f" (first {cap} files checked)" if capped else ""
     if stale:
-        return Result("index-fresh", "warn", f"{len(stale)} notes changed since indexing{limit}, e.g. {stale[0]}",
-                      "run `vault-index index` (no path re-syncs every source)")
+        # A plugin user has no `vault-index` command; the agent's index_paths re-syncs the same way.
+        fix = ("run `vault-index index` (no path re-syncs every source)" if ctx.mode == "project"
+               else "ask Claude to call index_paths with no paths (it re-syncs every source)")
+        return Result("index-fresh", "warn", f"{len(stale)} notes changed since indexing{limit}, e.g. {stale[0]}", fix)
     return Result("index-fresh", "ok", f"{seen} notes checked, none changed since indexing{limit}")
 
 

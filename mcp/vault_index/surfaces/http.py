@@ -289,20 +289,21 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
 
     from vault_index.services.app import App
     from vault_index.surfaces.http_server import uvicorn_options
+    from vault_index.surfaces.shutdown import leave_if_still_embedding, stop_watcher
 
     check_startup(config, TokenStore(config.credentials))
     app = App.open(start=vault_root)
-    stop = None
+    stop = watcher = None
     try:
         asgi = build_http_app(app, config, memory_file, vault_root)
         if watch:  # as serve_stdio: its own connection on its own thread, sharing the models
             from vault_index.services.watch import start_in_background
 
-            _, stop, _ = start_in_background(lambda: app.reopen())
+            watcher, stop, _ = start_in_background(lambda: app.reopen())
         uvicorn.run(asgi, host=config.host, port=config.port, log_level="warning", ssl_certfile=config.tls_cert,
                     ssl_keyfile=config.tls_key, proxy_headers=config.behind_tls_proxy, lifespan="on",
                     timeout_graceful_shutdown=5, **uvicorn_options())
     finally:
-        if stop is not None:
-            stop.set()
+        stop_watcher(watcher, stop)
         app.close()
+    leave_if_still_embedding()  # never finalize under a thread inside onnxruntime (surfaces/shutdown.py)

@@ -13,6 +13,7 @@ from pathlib import Path
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 from vault_index.surfaces.callers import stdio_caller_factory
+from vault_index.surfaces.shutdown import leave_if_still_embedding, stop_watcher
 from vault_index.surfaces.tools import build_server, graph_summary, instructions
 
 __all__ = ["build_server", "graph_summary", "instructions", "serve_stdio"]
@@ -51,22 +52,22 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
 
         print(f"vault-index: the server cannot start: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
-    stop = edits = None
+    stop = edits = watcher = None
     try:
         server = build_server(app, memory_file, stdio_caller_factory(role), vault_root=vault_root)
         edits = listen_for_edits(app)
         if watch:  # its own connection on its own thread; shares the (lazily loaded) models
             from vault_index.services.watch import start_in_background
 
-            _, stop, _ = start_in_background(lambda: app.reopen())
+            watcher, stop, _ = start_in_background(lambda: app.reopen())
         import anyio
 
         from vault_index.surfaces import stdio_guard
 
         anyio.run(stdio_guard.serve, server)  # the SDK's stdio transport, behind the guard
     finally:
-        if stop is not None:
-            stop.set()
+        stop_watcher(watcher, stop)
         if edits is not None:
             edits.stop()
         app.close()
+    leave_if_still_embedding()  # never finalize under a thread inside onnxruntime (surfaces/shutdown.py)
