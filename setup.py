@@ -278,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"setup: {line}")
     if moved.returncode:
         print(f"setup: `vault-index upgrade` failed ({moved.stderr.strip()}); your old indexes are untouched")
-    run(cli, "index", *[ROOT / s for s in SOURCES], personal, env=env)
+    # The clone's notes/ only when it holds notes of the person's: its README alone is the tool's
+    # text, and as a personal source it answered recall in every project.
+    run(cli, "index", *([ROOT / s for s in SOURCES] if notice else []), personal, env=env)
     if args.demo:
         demo_env = {**env, "VAULT_INDEX_DB": str(demo_db())}
         print(f"setup: the demo: {DEMO_SOURCE}/ into its own index {demo_db()} (never searched by the server)")

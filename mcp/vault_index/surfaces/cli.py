@@ -147,7 +147,12 @@ def cmd_index(app, args) -> int:
             _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
         for path, message in report.problems:
             _say(args, f"  {path}: {message}")
-        _say(args, f"workspace: {app.workspace.describe()}")
+        scopes = app.store.source_scopes()
+        for raw in args.paths or []:
+            path = str(Path(raw).expanduser().resolve())
+            if path in scopes:
+                whose = f"the workspace {scopes[path]}" if scopes[path] else "personal: seen in every project"
+                _say(args, f"{path}: {whose} (docs/adr/0020)")
     return 0
 
 
