@@ -235,14 +235,12 @@ def test_mcp_list_shows_the_server_connected_for_the_repo_wiring_and_the_plugin(
 # --- e. the plugin -------------------------------------------------------------------------------
 
 
-def test_plugin_hooks_run_and_index_into_the_plugin_data_folder(sandbox, fake):
+def test_plugin_hooks_run_and_index_into_the_persons_own_index(sandbox, fake):
     # no .mcp.json, no .claude/settings.json: everything comes from --plugin-dir
-    del sandbox.env["VAULT_INDEX_DB"], sandbox.env["VAULT_MEMORY_FILE"]  # plugin_run picks its data folder
+    del sandbox.env["VAULT_INDEX_DB"], sandbox.env["VAULT_MEMORY_FILE"]  # the person's own, as the terminal's
     sandbox.env["VAULT_INDEX_PYTHON"] = str(VENV_PYTHON)
     data = sandbox.config / "plugins" / "data" / "vault-index-inline"  # CLAUDE_PLUGIN_DATA for --plugin-dir
-    from vault_index.config import PROJECTS_FOLDER, project_slug
-
-    db = data / PROJECTS_FOLDER / project_slug(sandbox.project) / "vault-index.db"  # the project's own index
+    db = sandbox.home / ".mcp-memory" / "vault-index.db"  # one index for every workspace (ADR 0020)
     db.parent.mkdir(parents=True, exist_ok=True)
     sandbox.index(db)
     note = sandbox.project / "notes" / "new.md"
@@ -264,6 +262,7 @@ def test_plugin_hooks_run_and_index_into_the_plugin_data_folder(sandbox, fake):
     hits = sandbox.search("quokkaflux", db)
     assert [Path(h["path"]).name for h in hits] == ["new.md"], hits
     assert "Hook JSON output validation failed" not in run.debug
+    assert not (data / "vault-index.db").exists() and not (data / "projects").exists()
 
     # the plugin's /recall, through the plugin's MCP server, finds the note on the plugin's index
     fake.script([tool_call("mcp__plugin_vault-index_vault-index__recall", {"query": "quokkaflux antenna"})],

@@ -72,8 +72,13 @@ def served(tmp_path_factory):
 
 
 def slash_command_text(name: str, arguments: str) -> str:
+    """The slash command's text with its script calls as they run where the server runs
+    (surfaces/prompt_host.py: the prompt goes to projects that have no scripts/)."""
+    from vault_index.surfaces.prompt_host import runnable_here
+
     text = (REPO / ".claude" / "commands" / f"{name}.md").read_text(encoding="utf-8")
-    return re.match(r"\A---\n.*?\n---\n(.*)\Z", text, re.S).group(1).strip().replace("$ARGUMENTS", arguments)
+    body = re.match(r"\A---\n.*?\n---\n(.*)\Z", text, re.S).group(1)
+    return runnable_here(body.strip().replace("$ARGUMENTS", arguments))
 
 
 def test_prompts_list_and_each_prompt_is_its_slash_command(served):
