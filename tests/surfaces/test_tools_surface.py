@@ -8,10 +8,10 @@ import subprocess
 import anyio
 import pytest
 from helpers import REPO
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
-from vault_index.services.scaffold import scaffold
-from vault_index.services.write import Caller
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.writes.write import Caller
 from vault_index.surfaces.tools import build_server
 
 from mcp import Client

@@ -3,7 +3,7 @@
 A transport calls `build_server(app, memory_file, caller_factory)` and only chooses the wire and
 how the caller is known: `caller_factory(vault, ctx) -> Caller` turns a request into the
 write service's Caller (stdio: the local person, surfaces/callers.py). The tools never guess who
-calls. Grants come from the vault config (services/vault.py) and are applied here the same way for
+calls. Grants come from the vault config (services/vault/vault.py) and are applied here the same way for
 every tool (docs/adr/0007-tool-surface.md has the table):
 - read tools show only what the caller's read grants cover; a search filters before its limit;
 - a path the caller may not read gets exactly the answer a missing path gets;
@@ -34,10 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from vault_index import __version__
 from vault_index.config import content_dir, content_root, project_dir
 from vault_index.errors import NotFoundError, VaultIndexError
-from vault_index.services import adr, curation, lessons, linkgraph
-from vault_index.services import graph as graph_service
 from vault_index.services import recall as recall_service
-from vault_index.services.access import (
+from vault_index.services.access.access import (
     Scope,
     granted_filters,
     graph_source,
@@ -47,8 +45,11 @@ from vault_index.services.access import (
     visible_entities,
 )
 from vault_index.services.app import MAX_NOTE_LINES, App
-from vault_index.services.recent import recent_activity
-from vault_index.services.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.services.curation import adr, curation, lessons
+from vault_index.services.curation.recent import recent_activity
+from vault_index.services.graph import graph as graph_service
+from vault_index.services.graph import linkgraph
+from vault_index.services.search.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.services.workspace import other_vault, refuse_other_vault
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.notices import once_per_machine
@@ -269,7 +270,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
     def index(paths: list[str] | None, name: str | None = None):
         if not indexer:
             indexer.append(app.reopen())
-        return indexer[0].index(paths, by_agent=True, name=name)  # what an agent may add: services/boundaries.py
+        return indexer[0].index(paths, by_agent=True, name=name)  # what an agent may add: services/access/boundaries.py
 
     # --- search and read the index ---------------------------------------------------------------
 
@@ -425,7 +426,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         return RecallOut(**found)
 
     # --- lessons and decision records ------------------------------------------------------------
-    # Thin callers of services/lessons.py and services/adr.py, which write through the write
+    # Thin callers of services/curation/lessons.py and services/curation/adr.py, which write through the write
     # service as this caller (grant check, lock, re-index and commit as stages). A record that was
     # written but whose re-index, graph link or commit failed is `written` with a notice: never
     # an error, or a retry would write it twice.
@@ -533,7 +534,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
     ) -> OutcomeOut:
         """Change a note via the write service (lock, version, validation, commit): create, replace,
         append, prepend, replace_section, find_replace, move (links follow), promote, deprecate."""
-        from vault_index.services.edit_ops import write_op
+        from vault_index.services.writes.edit_ops import write_op
 
         vault, caller, scope, path = who_at(ctx, path)
         if new_path:
@@ -597,7 +598,7 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         if not scope.reads_any:
             return denied_outcome(caller)
         out = curation.review(writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
-        if recent_days:  # recent activity (services/recent.py): git where there is one, else mtimes
+        if recent_days:  # recent activity (services/curation/recent.py): git where there is one, else mtimes
             readable = lambda p: scope.can_read(p) and other_vault(vault.root, p) is None  # noqa: E731
             out["data"]["recent"] = recent_activity(Path(vault.root), readable, days=recent_days)
         return out

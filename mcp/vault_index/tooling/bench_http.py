@@ -202,7 +202,7 @@ def bench_http(clients: int = DEFAULT_CLIENTS, searches: int = DEFAULT_SEARCHES,
     """Run the load; {"meta", "latency", "errors", "lost_writes", "seconds"}."""
     import anyio
 
-    from vault_index.services.tokens import TokenStore, credentials_dir
+    from vault_index.services.access.tokens import TokenStore, credentials_dir
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vault-index-bench-http-"))
     embed_model = embed_model or os.environ.get("VAULT_BENCH_EMBED_MODEL") or "none"
