@@ -21,47 +21,25 @@ RERANK_TOP = 10  # how many fused hits the cross-encoder reorders
 #               + confidence * (COVERAGE_WEIGHT * coverage ** COVERAGE_POWER
 #                               + KEYWORD_SCORE_WEIGHT * (bm25 / best bm25) ** KEYWORD_SCORE_POWER)
 # confidence = min(1, CONFIDENCE_SCALE * coverage of the best keyword hit * matched share)
-# Every constant below was chosen on the five corpora of eval/suite.json (the example vault,
-# LoCoMo, the Rust book, the Open Source Guides, Artsy's handbook) and checked leave-one-corpus-out:
-# picked on four, scored on the fifth (docs/adr/0005-fusion-across-corpora.md has the tables and
-# what was tried and dropped). Change one only with a before/after suite run.
+# Each was picked leave-one-corpus-out on the five corpora of eval/suite.json; ADR 0005 has the
+# tables and what was tried. Change one only with a before/after suite run.
 #
-# coverage: the IDF-weighted share of the query's matched terms that the chunk contains. A
-# question full of names, dates and ids has a chunk that holds all its rare terms: coverage near
-# 1 lifts it above chunks that merely sound alike; the power keeps partial matches small.
+# coverage: the IDF-weighted share of the query's matched terms in the chunk; near 1 for the chunk
+# holding a question's rare names, dates and ids, and the power keeps partial matches small.
 COVERAGE_WEIGHT = 0.4
 COVERAGE_POWER = 3
-# note cosine: cosine(query, centroid of the chunk's note). A question that describes a note's
-# subject without its words matches the note as a whole better than any one chunk of it.
+# note cosine: cosine(query, centroid of the chunk's note), for a question that describes a note's
+# subject without its words.
 NOTE_WEIGHT = 0.3
-# bm25 / best bm25 of the query, for chunks the keyword side returned: coverage says which query
-# terms a chunk holds, bm25 also how often and in how short a text; relative to the query's best it
-# is on the cosine's scale whatever the corpus.
+# bm25 / the query's best bm25 (keyword hits only): how often and in how short a text, on the
+# cosine's scale whatever the corpus.
 KEYWORD_SCORE_WEIGHT = 0.3
 KEYWORD_SCORE_POWER = 1
-# confidence = min(1, CONFIDENCE_SCALE * coverage of the keyword side's best hit), per query.
-# Trigger: on two handbooks (the Open Source Guides, Artsy's), the hybrid lost to plain vectors
-# (-0.034 and -0.007 file NDCG@5) while on LoCoMo it needed the keyword terms (plain vectors
-# 0.58, BM25 0.81). Why: a paraphrase shares only common words with its answer, and then the best
-# keyword hit holds a small share of the question's weight; the keyword terms still gave that hit
-# and its neighbours their full bonus. A question whose best keyword hit holds most of its rare
-# terms (a name, an id, a date) keeps the full bonus. Outcome (file NDCG@5 over the better single
-# mode, replayed in-sample): before -0.007 / +0.028 / +0.023 / -0.034 / +0.026, after +0.025 /
-# +0.020 / +0.020 / +0.021 / +0.021 (Artsy, example vault, LoCoMo, Open Source Guides, Rust book);
-# held out +0.025 / +0.015 / +0.020 / +0.004 / +0.021 (ADR 0005).
+# Scales the keyword terms down when the best keyword hit holds little of the question (a paraphrase):
+# without it both handbooks lost to plain vectors (ADR 0005, "a per-query keyword confidence").
 CONFIDENCE_SCALE = 1.5
-# matched share = W_matched / (W_matched + UNMATCHED_TERM_WEIGHT * W_unmatched): the query's IDF mass
-# on terms the index holds, against the mass of terms it holds nowhere, each of those weighing
-# UNMATCHED_TERM_WEIGHT x the largest IDF there is (a term in one chunk).
-# Trigger: coverage weighs a term that matches nothing as 0, so a paraphrase whose distinctive words
-# are not the vault's ("website's ... became unreachable") kept its full keyword bonus on the few
-# common words it did share, and a note that merely shared them outranked the vector side's answer.
-# Why: words the vault never uses say the question is not in the vault's vocabulary, which is when
-# the vector side is the one to trust. Outcome (file NDCG@5 over the better single mode, replayed;
-# ADR 0005, fourth dated section): picked by leave-one-corpus-out on the value alone, mean criterion,
-# 1.5 in every fold; held out +0.0265 / +0.0235 / +0.0373 / +0.0214 / +0.0375 (example vault,
-# LoCoMo, Rust book, Open Source Guides, Artsy) against +0.0197 / +0.0215 / +0.0209 / +0.0214 /
-# +0.0248 without it; chunk NDCG@5 up on four corpora.
+# Terms the vault holds nowhere weigh this x the largest IDF against the keyword side, which must not
+# win on the few common words a paraphrase shares (ADR 0005, "words the vault never uses").
 UNMATCHED_TERM_WEIGHT = 1.5
 DEPRECATED_PENALTY = 0.5  # deprecated notes stay findable but rank below live ones
 
