@@ -137,7 +137,8 @@ def test_parity_fails_beyond_the_tolerance_and_names_a_corpus_the_other_run_lack
 
 
 def test_the_hnsw_build_memory_grows_with_the_vectors_within_its_bounds(pg_store_module):
-    hnsw_build_memory_mb = pg_store_module.hnsw_build_memory_mb
+    from vault_index.engine.stores.pg_schema import hnsw_build_memory_mb  # psycopg: after the fixture's skip
+
     assert hnsw_build_memory_mb(1000, 384) == 512
     million = hnsw_build_memory_mb(1_000_000, 384)
     assert 2 * 1_000_000 * 384 * 4 // 2**20 <= million <= 8192
