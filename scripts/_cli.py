@@ -48,7 +48,7 @@ def open_writer(path: Path) -> Iterator:
     indexed, nothing to keep fresh) or without the index's packages (a bare python3), they do not.
     """
     from vault_index.config import Settings
-    from vault_index.services.write import writer_for_file
+    from vault_index.services.writes.write import writer_for_file
 
     writer = writer_for_file(path)
     settings = Settings.from_env()

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-# The same set as vault_index.engine.sources.NOTE_SUFFIXES (a test keeps them equal): the
+# The same set as vault_index.engine.files.sources.NOTE_SUFFIXES (a test keeps them equal): the
 # re-index hook skips other files before it imports the package.
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})
 

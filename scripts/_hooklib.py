@@ -406,7 +406,7 @@ def redact(text: str) -> str:
     if not text:
         return text
     ensure_package()
-    from vault_index.services.redact import redact as redact_text
+    from vault_index.services.writes.redact import redact as redact_text
 
     return redact_text(text)
 
@@ -420,8 +420,8 @@ def create_unique(folder: Path, stem: str, content: str, project: Path | None = 
     writes them), but every path rule holds.
     """
     ensure_package()
-    from vault_index.services.vault import Vault
-    from vault_index.services.write import Caller, WriteService, require_ok, writer_for_file
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes.write import Caller, WriteService, require_ok, writer_for_file
 
     writer = WriteService(Vault.open(project)) if project is not None else writer_for_file(folder / f"{stem}.md")
     caller = Caller.local(writer.vault, agent="claude-code-hook")

@@ -24,7 +24,7 @@ _IMPORT = re.compile(r"(?<![\w`@])@((?:~/|/|\.{1,2}/)?[\w.\-/]+[\w/])")
 
 
 def _open_store(ctx: Context):
-    from vault_index.engine.store import Store
+    from vault_index.engine.stores.store import Store
 
     return Store(ctx.settings.db_path) if ctx.settings.db_path.is_file() else None
 
@@ -60,7 +60,7 @@ def _copy(store, checkout_id: int | None, key: str):
 
 
 def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
-    from vault_index.engine.sources import walk_notes
+    from vault_index.engine.files.sources import walk_notes
 
     store = _open_store(ctx)
     if store is None:
@@ -110,7 +110,7 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
 
 
 def check_graph(ctx: Context) -> Result:
-    from vault_index.services.graph import MISSING_SOURCE
+    from vault_index.services.graph.graph import MISSING_SOURCE
 
     path = ctx.memory_file
     if not path.exists():
@@ -123,7 +123,7 @@ def check_graph(ctx: Context) -> Result:
 
 
 def check_graph_sources(ctx: Context) -> Result:
-    from vault_index.services.graph import MISSING_SOURCE
+    from vault_index.services.graph.graph import MISSING_SOURCE
 
     path = ctx.memory_file
     facts, problems = ctx.graph_report if path.exists() else (0, [])
@@ -156,8 +156,8 @@ def check_golden(ctx: Context) -> Result:
 
 def check_lessons_adrs(ctx: Context) -> Result:
     from vault_index.config import content_dir
-    from vault_index.services.adr import check_adrs
-    from vault_index.services.lessons import check_lessons
+    from vault_index.services.curation.adr import check_adrs
+    from vault_index.services.curation.lessons import check_lessons
 
     content = content_dir(ctx.project)  # the project, or the personal folder in a vault-index clone
     problems = check_lessons(content / "docs" / "lessons.md") + check_adrs(content / "docs" / "adr")

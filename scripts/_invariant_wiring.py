@@ -49,7 +49,7 @@ class Context:
     @cached_property
     def graph_report(self) -> tuple[int, list[str]]:
         """(facts, problems) of the memory file, read once for the two graph checks."""
-        from vault_index.services import graph
+        from vault_index.services.graph import graph
 
         return graph.inspect_graph(self.memory_file, [self.project])
 

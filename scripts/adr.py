@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves t
 from _cli import open_writer, report, run_script, say_notices  # noqa: E402 - first: makes vault_index importable
 from vault_index.config import Settings, content_root  # noqa: E402
 from vault_index.errors import UsageError  # noqa: E402
-from vault_index.services import adr  # noqa: E402
+from vault_index.services.curation import adr  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     memory = None
     if not args.no_graph:
         memory = Path(args.memory_file).expanduser() if args.memory_file else Settings.from_env().memory_file
-    from vault_index.services.write import require_ok
+    from vault_index.services.writes.write import require_ok
 
     with open_writer(folder / "0000.md") as writer:
         outcome = adr.record(folder, args.title, *sections, status=args.status, writer=writer, memory_file=memory,

@@ -94,8 +94,8 @@ def _run(ctx: Context, checks: list[Callable[[Context], Result]]) -> list[Result
         # crashed the sources check under load. Outcome: what the fast checks need is imported first.
         import typing  # noqa: F401
 
-        import vault_index.engine.sources  # noqa: F401
-        import vault_index.engine.store  # noqa: F401
+        import vault_index.engine.files.sources  # noqa: F401
+        import vault_index.engine.stores.store  # noqa: F401
     threads = [threading.Thread(target=lambda c=c: box.__setitem__(c.__name__, _timed(c, ctx))) for c in slow]
     for thread in threads:
         thread.start()

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `python -I` leaves this folder off the path
 from _cli import open_writer, report, run_script, say_notices  # noqa: E402 - first: makes vault_index importable
 from vault_index.config import content_root  # noqa: E402
-from vault_index.services import lessons  # noqa: E402
+from vault_index.services.curation import lessons  # noqa: E402
 
 
 def _entry_options(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def write(path: Path, args: argparse.Namespace) -> None:
     """add, supersede or retire through the write service (re-index and commit like the MCP tools)."""
-    from vault_index.services.write import require_ok
+    from vault_index.services.writes.write import require_ok
 
     with open_writer(path) as writer:
         if args.command == "add":

@@ -6,7 +6,7 @@ stdout: nothing. Never blocks, always exits 0; a problem is one line on stderr.
 A busy index (a sync or another writer holding SQLite's write lock) is waited for at most
 HOOK_BUSY_TIMEOUT_S, not the 30 s other commands wait: the edit is then left to the watcher
 (`serve --watch`, `vault-index watch`) or the next `vault-index index`, and the hook says so.
-A FIFO or device named like a note is refused when opened, without blocking (engine/fileio.py).
+A FIFO or device named like a note is refused when opened, without blocking (engine/files/fileio.py).
 
 The index decides what counts: App.reindex_file ignores files outside registered sources,
 under secrets/ or hidden folders, and non-notes. When no index file exists yet (opening one
@@ -49,7 +49,7 @@ def main() -> None:
     # under load when it imported config (dataclasses, pathlib, hashlib) and the server's side.
     # Outcome: two modules that import os and _socket only (locations, edit_client), plus json.
     from vault_index.locations import default_db_path
-    from vault_index.services.edit_client import edited_note, hand_off
+    from vault_index.services.writes.edit_client import edited_note, hand_off
 
     db_path = default_db_path()
     if not os.path.exists(db_path):

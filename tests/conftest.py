@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from helpers import BIKE, GARDEN, OLD_RUNBOOK, SECRET, SOURDOUGH, FakeEmbedder, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 
-# Document locks live in one folder per user (engine/fileio.machine_locks_dir); the suite and the
+# Document locks live in one folder per user (engine/files/fileio.machine_locks_dir); the suite and the
 # processes it spawns share a throwaway one instead of the person's ~/.local/state.
 os.environ.setdefault("VAULT_LOCK_DIR", tempfile.mkdtemp(prefix="vault-index-test-locks-"))
 # Indexes, the invariants' stamp and the personal folder live under VAULT_INDEX_HOME (default
@@ -45,10 +45,10 @@ def _require_postgres_extra(server: bool = True) -> None:
 
 @pytest.fixture(scope="session")
 def pg_store_module():
-    """vault_index.engine.pg_store (it imports psycopg), for tests of its pure functions that need
+    """vault_index.engine.stores.pg_store (it imports psycopg), for tests of its pure functions that need
     no server; skips like pg_server_url without the extra."""
     _require_postgres_extra(server=False)
-    import vault_index.engine.pg_store as pg_store
+    import vault_index.engine.stores.pg_store as pg_store
 
     return pg_store
 
@@ -97,7 +97,7 @@ def pg_pool(pg_server_url):
     import uuid
 
     import psycopg
-    from vault_index.engine.pg_store import PgStore
+    from vault_index.engine.stores.pg_store import PgStore
 
     free: list[str] = []
     made: list[str] = []
@@ -161,7 +161,7 @@ def index_url(backend, request) -> Callable[[str], str | None]:
 @pytest.fixture
 def store_factory(tmp_path, index_url):
     """Factory: an index store of the backend under test (key: which index); closed at teardown."""
-    from vault_index.engine.store_contract import open_store
+    from vault_index.engine.stores.store_contract import open_store
 
     opened = []
 

@@ -11,7 +11,7 @@ import pytest
 from helpers import CLI, FakeEmbedder, cli_env, snapshot, write
 from vault_index.config import MAX_FILE_BYTES
 from vault_index.errors import OutsideSourcesError, UsageError
-from vault_index.services.search import MODES
+from vault_index.services.search.search import MODES
 
 
 @pytest.fixture

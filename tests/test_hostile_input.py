@@ -8,9 +8,9 @@ import time
 
 import pytest
 from helpers import snapshot, write
-from vault_index.engine import sources
+from vault_index.engine.files import sources
 from vault_index.errors import OutsideSourcesError, UsageError
-from vault_index.services import fusion
+from vault_index.services.search import fusion
 
 
 def _paths(result) -> set[str]:

@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import BIKE, GARDEN, SOURDOUGH, make_settings, write
-from vault_index.engine.chunk import chunk_note
-from vault_index.engine.models import (
+from vault_index.engine.embedding.models import (
     SHIPPED_MINILM_MAX_TOKENS,
     FastEmbedReranker,
     Models,
     ModelSpec,
     prepare_shipped_minilm,
 )
-from vault_index.engine.parse import parse_note
+from vault_index.engine.parsing.chunk import chunk_note
+from vault_index.engine.parsing.parse import parse_note
 from vault_index.services.app import App
 
 pytestmark = pytest.mark.real_model

@@ -37,7 +37,7 @@ class Settings:
     model_cache: Path
     vector_backend: str  # "auto", "numpy" or "sqlite-vec"
     memory_file: Path = DEFAULT_MEMORY_FILE  # the CLI's and server's --memory-file overrides it
-    # VAULT_INDEX_URL=postgresql://...: the index lives in PostgreSQL (engine/pg_store.py, ADR 0017);
+    # VAULT_INDEX_URL=postgresql://...: the index lives in PostgreSQL (engine/stores/pg_store.py, ADR 0017);
     # db_path still anchors the local state beside it (edit hand-off socket, HTTP credentials).
     index_url: str | None = None
 

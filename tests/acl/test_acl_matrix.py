@@ -20,9 +20,9 @@ from helpers import REPO, make_settings, write
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import Implementation
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
-from vault_index.services.write import Caller
+from vault_index.services.writes.write import Caller
 from vault_index.surfaces.tools import build_server
 
 from mcp import Client

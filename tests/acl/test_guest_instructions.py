@@ -7,7 +7,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from test_acl_matrix import app, vault  # noqa: F401 - the matrix's vault (four roles) and index
-from vault_index.services.write import Caller
+from vault_index.services.writes.write import Caller
 from vault_index.surfaces.resources import GUIDE_URI
 from vault_index.surfaces.tools import build_server
 

@@ -1,6 +1,6 @@
 """Claims of the README and docs/ that can be checked mechanically, checked against the code:
 the README's tool list is the server's registered tools, the lint severities in docs/mcp.md and
-docs/links.md are those of services/curation.py, no markdown table is broken in two, and the
+docs/links.md are those of services/curation/curation.py, no markdown table is broken in two, and the
 header a project's docs/lessons.md gets names no script the project does not have."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import re
 
 import anyio
 from helpers import REPO
-from vault_index.services import curation, lessons
+from vault_index.services.curation import curation, lessons
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def _registered_tools(tmp_path) -> set[str]:
     from vault_index.config import Settings
-    from vault_index.engine.models import Models
+    from vault_index.engine.embedding.models import Models
     from vault_index.services.app import App
     from vault_index.surfaces.server import build_server
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, cli_env, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 
 SCRIPTS = REPO / "scripts"

@@ -1,12 +1,12 @@
-"""float16 vectors with exact re-scoring, the exact scan kernels and the IVF index (engine/ann.py)."""
+"""float16 vectors with exact re-scoring, the exact scan kernels and the IVF index (engine/embedding/ann.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from helpers import write
-from vault_index.engine import ann
-from vault_index.engine.vectors import NumpyIndex, rescore_reachable
+from vault_index.engine.embedding import ann
+from vault_index.engine.embedding.vectors import NumpyIndex, rescore_reachable
 
 
 def _unit(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:

@@ -67,6 +67,6 @@ def test_an_old_index_migrates_answers_the_same_and_embeds_nothing(tmp_path, vau
         assert _answers(upgraded) == before
     finally:
         if backend == "postgresql":  # a pooled database goes back migrated whatever happened above
-            from vault_index.engine.pg_store import PgStore
+            from vault_index.engine.stores.pg_store import PgStore
 
             PgStore(index_url("index.db")).close()

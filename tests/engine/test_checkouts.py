@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import BACKENDS, FakeEmbedder, write
 from vault_index.errors import UsageError
-from vault_index.services.search import Filters
+from vault_index.services.search.search import Filters
 from vault_index.surfaces.resources import listed_notes
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)

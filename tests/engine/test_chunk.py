@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from helpers import FakeEmbedder
-from vault_index.engine.chunk import MAX_CHUNK_CHARS, approximate_tokens, chunk_note, embed_text_for
-from vault_index.engine.parse import parse_note
+from vault_index.engine.parsing.chunk import MAX_CHUNK_CHARS, approximate_tokens, chunk_note, embed_text_for
+from vault_index.engine.parsing.parse import parse_note
 
 
 def _long_section_doc() -> str:

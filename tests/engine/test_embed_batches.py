@@ -1,4 +1,4 @@
-"""Length-sorted, token-budgeted batches (engine/models.plan_batches) and resumable first index."""
+"""Length-sorted, token-budgeted batches (engine/embedding/models.plan_batches) and resumable first index."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from helpers import FakeEmbedder, make_settings, write
 from vault_index.engine import indexer
-from vault_index.engine.models import ADR0016_SHAPE, LEGACY_SHAPE, EmbedShape, Models, plan_batches
-from vault_index.engine.store import Store
+from vault_index.engine.embedding.models import ADR0016_SHAPE, LEGACY_SHAPE, EmbedShape, Models, plan_batches
+from vault_index.engine.stores.store import Store
 from vault_index.services.app import App
 
 

@@ -1,4 +1,4 @@
-"""engine/fileio.py on real files and real processes: the walk, the read, atomic_replace, DocumentLock."""
+"""engine/files/fileio.py on real files and real processes: the walk, the read, atomic_replace, DocumentLock."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
-from vault_index.engine import fileio
+from vault_index.engine.files import doc_locks, fileio
 from vault_index.errors import UnsafePathError, WriteBusyError
 
 
@@ -128,14 +128,14 @@ def test_file_version_is_a_short_content_hash():
     assert len(fileio.file_version(b"a")) == fileio.VERSION_CHARS
 
 
-def _lock(root: Path, *parts: str, wait: float = 0.2, holder: str = "me") -> fileio.DocumentLock:
+def _lock(root: Path, *parts: str, wait: float = 0.2, holder: str = "me") -> doc_locks.DocumentLock:
     locks = fileio.ensure_state_dir(root)
     folder = fileio.open_folder(root, parts[:-1])
     try:
-        key = fileio.document_key(folder, parts[-1])
+        key = doc_locks.document_key(folder, parts[-1])
     finally:
         os.close(folder)
-    return fileio.DocumentLock(locks, key, holder, wait=wait)
+    return doc_locks.DocumentLock(locks, key, holder, wait=wait)
 
 
 def test_aliases_of_one_document_meet_on_one_lock(root):
@@ -171,11 +171,11 @@ LOCK_HOLDER = """
 import sys, time
 sys.path.insert(0, {mcp!r})
 from pathlib import Path
-from vault_index.engine import fileio
+from vault_index.engine.files import doc_locks, fileio
 root = Path(sys.argv[1])
 locks = fileio.ensure_state_dir(root)
 folder = fileio.open_folder(root, ("notes",))
-lock = fileio.DocumentLock(locks, fileio.document_key(folder, "a.md"), "doomed")
+lock = doc_locks.DocumentLock(locks, doc_locks.document_key(folder, "a.md"), "doomed")
 lock.acquire()
 print("held", flush=True)
 time.sleep(60)
@@ -201,12 +201,12 @@ COUNTER = """
 import sys
 sys.path.insert(0, {mcp!r})
 from pathlib import Path
-from vault_index.engine import fileio
+from vault_index.engine.files import doc_locks, fileio
 root = Path(sys.argv[1])
 locks = fileio.ensure_state_dir(root)
 for _ in range(40):
     folder = fileio.open_folder(root, ("notes",))
-    with fileio.DocumentLock(locks, fileio.document_key(folder, "count.md"), "p", wait=30):
+    with doc_locks.DocumentLock(locks, doc_locks.document_key(folder, "count.md"), "p", wait=30):
         data, _ = fileio.read_current(folder, "count.md")
         fileio.atomic_replace(folder, "count.md", str(int(data or b"0") + 1).encode())
     import os
@@ -223,7 +223,7 @@ def test_processes_and_threads_never_lose_an_increment(root):
         for _ in range(20):
             folder = fileio.open_folder(root, ("notes",))
             try:
-                with fileio.DocumentLock(locks, fileio.document_key(folder, "count.md"), "t", wait=30):
+                with doc_locks.DocumentLock(locks, doc_locks.document_key(folder, "count.md"), "t", wait=30):
                     data, _ = fileio.read_current(folder, "count.md")
                     fileio.atomic_replace(folder, "count.md", str(int(data or b"0") + 1).encode())
             finally:

@@ -57,9 +57,9 @@ def test_a_title_change_reresolves_only_links_that_could_name_it(tmp_path, open_
 
 
 def test_deleting_a_note_unresolves_links_to_it_and_lint_reports_them(tmp_path, open_app):
-    from vault_index.services import curation
-    from vault_index.services.vault import Vault
-    from vault_index.services.write import Caller, WriteService
+    from vault_index.services.curation import curation
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes.write import Caller, WriteService
 
     root = tmp_path / "v"
     _vault(root)

@@ -1,8 +1,8 @@
-"""Which links a move rewrites, and how (engine/link_rewrite.py): pure text, the index's rule."""
+"""Which links a move rewrites, and how (engine/parsing/link_rewrite.py): pure text, the index's rule."""
 
 from __future__ import annotations
 
-from vault_index.engine.link_rewrite import plan
+from vault_index.engine.parsing.link_rewrite import plan
 
 NOTES = {
     "a.md": "# A\n\nSee [[b]], [[b|the bee]], [[b#Part]] and ![[b]].\nAlso [bee](sub/b.md) and [x](./b.md#part), "

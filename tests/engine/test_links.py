@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers import FakeEmbedder, write
-from vault_index.engine import links as L
+from vault_index.engine.parsing import links as L
 
 NOTES = {
     "index.md": "---\ntitle: Home\nrelated: ['[[Glossary]]']\nsupersedes: projects/alpha/notes\n---\n# Home\n",
@@ -67,7 +67,7 @@ def _first_link(source: str, written: str) -> L.Link:
 
 @pytest.mark.parametrize(("source", "written", "status", "target", "rule", "fragment"), TABLE)
 def test_resolution_table_in_memory(source, written, status, target, rule, fragment):
-    from vault_index.engine.parse import parse_note
+    from vault_index.engine.parsing.parse import parse_note
 
     names = [(rel, L.note_names(rel, parse_note(rel, t).frontmatter, parse_note(rel, t).title))
              for rel, t in NOTES.items()]
@@ -157,7 +157,7 @@ PRECEDENCE = [
 
 
 def test_earlier_steps_win_and_ambiguity_stops_the_search(tmp_path, open_app):
-    from vault_index.engine.parse import parse_note
+    from vault_index.engine.parsing.parse import parse_note
 
     parsed = {rel: parse_note(rel, text) for rel, text in PRECEDENCE_NOTES.items()}
     lookup = L.memory_lookup((rel, L.note_names(rel, p.frontmatter, p.title)) for rel, p in parsed.items())

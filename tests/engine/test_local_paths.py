@@ -1,9 +1,9 @@
-"""engine/local_paths.Roots: which root of each source is this machine's, and the one translation
+"""engine/files/local_paths.Roots: which root of each source is this machine's, and the one translation
 between stored (canonical) paths and local ones (ADR 0019). Pure: folders are told, not looked at."""
 
 from __future__ import annotations
 
-from vault_index.engine.local_paths import Roots
+from vault_index.engine.files.local_paths import Roots
 
 ALICE, BOB, CAROL = "/home/alice/team-vault", "/home/bob/team-vault", "/srv/carol/team-vault"
 

@@ -1,4 +1,4 @@
-"""engine/onnx_prep.py: the prepared int8 graph computes what the original computes.
+"""engine/embedding/onnx_prep.py: the prepared int8 graph computes what the original computes.
 
 A tiny model with the shipped MiniLM's two patterns (an int8 embedding table with per-row scales
 read by Gather, an int8 weight with per-column scales read by MatMul) runs through ONNX Runtime
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vault_index.engine import onnx_prep
-from vault_index.engine.models import ADR0010_SHAPE, EmbedShape, Models
+from vault_index.engine.embedding import onnx_prep
+from vault_index.engine.embedding.models import ADR0010_SHAPE, EmbedShape, Models
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vault_index.engine.parse import parse_note, split_frontmatter
+from vault_index.engine.parsing.parse import parse_note, split_frontmatter
 
 DOC = """---
 title: Field guide

@@ -3,7 +3,7 @@ headings, `#` inside quotes and lists, indented code, inline code spans, aliases
 
 from __future__ import annotations
 
-from vault_index.engine.parse import alias_title, parse_note
+from vault_index.engine.parsing.parse import alias_title, parse_note
 
 SETEXT = """Garden log
 ==========

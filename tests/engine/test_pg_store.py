@@ -9,17 +9,17 @@ import uuid
 import numpy as np
 import pytest
 from conftest import database_url
-from vault_index.engine.chunk import chunk_note
-from vault_index.engine.parse import parse_note
+from vault_index.engine.parsing.chunk import chunk_note
+from vault_index.engine.parsing.parse import parse_note
 
-# Every test here needs the postgres extra (a server, or engine/pg_store, which imports psycopg):
+# Every test here needs the postgres extra (a server, or engine/stores/pg_store, which imports psycopg):
 # they get it through fixtures that skip without it, so the module collects on a machine without it.
 pytestmark = pytest.mark.extras
 
 
 @pytest.fixture
 def pg_store(pg_store_module):
-    return pg_store_module  # engine/pg_store, or a skip without the postgres extra
+    return pg_store_module  # engine/stores/pg_store, or a skip without the postgres extra
 
 
 @pytest.fixture
@@ -65,12 +65,14 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
 
 
 def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_accepted(pg_store):
-    assert pg_store.parse_match('"apple"') == (["apple"], "OR")
-    assert pg_store.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
-    assert pg_store.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
+    from vault_index.engine.stores import pg_sql  # imports psycopg: after the fixture's skip
+
+    assert pg_sql.parse_match('"apple"') == (["apple"], "OR")
+    assert pg_sql.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
+    assert pg_sql.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
     for bad in ("", "apple", '"a" NEAR "b"', '"a" OR "b" AND "c"', '"a" "b"'):
         with pytest.raises(ValueError):
-            pg_store.parse_match(bad)
+            pg_sql.parse_match(bad)
 
 
 def test_a_term_in_title_and_heading_ranks_above_one_in_the_body_and_and_needs_every_term(store_factory):
@@ -169,7 +171,8 @@ def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database, 
 
 
 def test_ef_search_is_the_factor_times_the_wanted_vectors_within_pgvectors_bounds(pg_store):
-    from vault_index.engine.pg_store import HNSW_EF_SEARCH_FACTOR, HNSW_EF_SEARCH_MAX, ef_search_for
+    from vault_index.engine.stores.pg_schema import HNSW_EF_SEARCH_FACTOR, HNSW_EF_SEARCH_MAX
+    from vault_index.engine.stores.pg_sql import ef_search_for
 
     assert ef_search_for(100) == HNSW_EF_SEARCH_FACTOR * 100  # what the fusion asks: 2 x 50
     assert ef_search_for(1) == 40  # pgvector's default is the floor

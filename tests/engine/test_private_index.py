@@ -7,9 +7,9 @@ import os
 import stat
 
 import pytest
-from vault_index.engine.chunk import chunk_note
-from vault_index.engine.parse import parse_note
-from vault_index.engine.store import Store
+from vault_index.engine.parsing.chunk import chunk_note
+from vault_index.engine.parsing.parse import parse_note
+from vault_index.engine.stores.store import Store
 
 
 @pytest.fixture

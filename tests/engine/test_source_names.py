@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from vault_index.engine.store import MIGRATIONS, Store
+from vault_index.engine.stores.store import MIGRATIONS, Store
 
 
 def test_old_index_gets_unique_folder_names_on_open(tmp_path):

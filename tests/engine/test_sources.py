@@ -6,7 +6,7 @@ import os
 
 import pytest
 from helpers import write
-from vault_index.engine.sources import resolve_inside, walk_notes
+from vault_index.engine.files.sources import resolve_inside, walk_notes
 from vault_index.errors import OutsideSourcesError
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from helpers import BACKENDS
-from vault_index.engine.chunk import chunk_note
-from vault_index.engine.parse import parse_note
-from vault_index.engine.store import MIGRATIONS, Store
+from vault_index.engine.parsing.chunk import chunk_note
+from vault_index.engine.parsing.parse import parse_note
+from vault_index.engine.stores.store import MIGRATIONS, Store
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
@@ -26,7 +26,7 @@ def _fts_rows(store) -> int:
 
 def test_fresh_store_is_migrated_to_the_latest_version(tmp_path, backend, store_factory):
     if backend == "postgresql":
-        from vault_index.engine import pg_store
+        from vault_index.engine.stores import pg_store
 
         store = store_factory()
         assert store.schema_version() == len(pg_store.MIGRATIONS)

@@ -1,13 +1,14 @@
-"""Both index stores implement engine/store_contract.IndexStore, method for method."""
+"""Both index stores implement engine/stores/store_contract.IndexStore, method for method."""
 
 from __future__ import annotations
 
 import inspect
 
 import pytest
-from vault_index.engine.local_paths import LocalPaths
-from vault_index.engine.store import Store
-from vault_index.engine.store_contract import IndexStore, is_postgres_url, open_store, redact
+from vault_index.engine.files.local_paths import LocalPaths
+from vault_index.engine.stores.store import Store
+from vault_index.engine.stores.store_contract import IndexStore, open_store
+from vault_index.engine.stores.urls import is_postgres_url, redact
 from vault_index.errors import UsageError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vault_index.engine.vectors import ChunkVectors
+from vault_index.engine.embedding.vectors import ChunkVectors
 
 
 def _unit(*values: float) -> np.ndarray:
@@ -38,7 +38,7 @@ def test_rows_keep_chunk_id_order_for_lookup():
 
 def test_refresh_after_edits_reads_only_new_vectors_and_matches_a_full_load(tmp_path, open_app, fake_embedder):
     from helpers import write
-    from vault_index.engine.vectors import NumpyIndex
+    from vault_index.engine.embedding.vectors import NumpyIndex
 
     vault = tmp_path / "vault"
     for i in range(6):

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 CONFIG = "roles: {owner: {read: ['*'], write: ['*'], promote: true}}\nlocal_role: owner\ngit: {commit: true}\n"
 HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-index-change",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 from vault_index.services.watch import Watcher
 

@@ -15,9 +15,9 @@ import sys
 
 import pytest
 from helpers import REPO
-from vault_index.services.move import MoveRequest
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.move import MoveRequest
+from vault_index.services.writes.write import Caller, WriteService
 
 pytestmark = pytest.mark.faults
 
@@ -27,9 +27,9 @@ MOVES = 6  # the note moves again and again while the prepends run, so the two i
 PREPENDER = """
 import json, sys
 sys.path.insert(0, {mcp!r})
-from vault_index.services.edit_ops import EditRequest
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteService
+from vault_index.services.writes.edit_ops import EditRequest
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteService
 
 root, writer = sys.argv[1], int(sys.argv[2])
 service = WriteService(Vault.open(root), lock_wait=30.0)

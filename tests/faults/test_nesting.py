@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from helpers import CLI, REPO, cli_env, write
-from vault_index.services import graph
+from vault_index.services.graph import graph
 from vault_index.surfaces.server import build_server
 
 TIMEOUT_S = 60

@@ -7,8 +7,8 @@ that word also made the recovery code take a healthy index for a damaged one.
 import sqlite3
 
 from helpers import FakeEmbedder, write
-from vault_index.engine import recovery
-from vault_index.services.search import Filters
+from vault_index.engine.stores import recovery
+from vault_index.services.search.search import Filters
 
 
 def test_filtering_by_collection_works_beside_a_note_with_nan_in_its_frontmatter(tmp_path, open_app):

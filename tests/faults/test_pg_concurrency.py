@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from helpers import FakeEmbedder, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 
 pytestmark = [pytest.mark.faults, pytest.mark.extras]  # the postgres extra, through pg_database
@@ -34,7 +34,7 @@ INDEXER = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from helpers import FakeEmbedder, make_settings
-    from vault_index.engine.models import Models
+    from vault_index.engine.embedding.models import Models
     from vault_index.services.app import App
     settings = replace(make_settings(Path(sys.argv[2]), "local.db"), index_url=sys.argv[3])
     app = App.open(settings, models=Models.fixed(FakeEmbedder(), None))
@@ -49,7 +49,7 @@ ONE_CHECKOUT_SEARCHER = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from helpers import FakeEmbedder, make_settings
-    from vault_index.engine.models import Models
+    from vault_index.engine.embedding.models import Models
     from vault_index.services.app import App
     settings = replace(make_settings(Path(sys.argv[2]), "local.db"), index_url=sys.argv[3])
     app = App.open(settings, models=Models.fixed(FakeEmbedder(), None))

@@ -17,11 +17,11 @@ import anyio
 import pytest
 from helpers import write
 from vault_index.engine import indexer
-from vault_index.engine.fileio import open_note, read_note
+from vault_index.engine.files.fileio import open_note, read_note
 from vault_index.errors import NotFoundError, OutsideSourcesError, UsageError
 from vault_index.services import app as app_module
+from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.app import MAX_NOTE_CHARS
-from vault_index.services.boundaries import agent_sources
 from vault_index.surfaces.server import build_server
 
 from mcp import Client
@@ -172,7 +172,7 @@ def test_open_note_refuses_links_on_the_way_and_outside_paths(setup):
 
 def test_the_fallback_without_dir_fd_refuses_links_fifos_and_swapped_files(setup, monkeypatch):
     """Windows has no dir_fd or O_NOFOLLOW: the by-name open must still refuse what the walk does."""
-    from vault_index.engine import fileio
+    from vault_index.engine.files import fileio
 
     vault, outside = setup
     monkeypatch.setattr(fileio, "_WALK", False)

@@ -24,8 +24,8 @@ CONFIG = "roles: {owner: {read: ['*'], write: ['*'], promote: true}}\nlocal_role
 SCRIPT = """
 import json, sys, time
 sys.path.insert(0, {mcp!r})
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteService
 
 root, mode, tag, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 service = WriteService(Vault.open(root), lock_wait=float(sys.argv[5]))

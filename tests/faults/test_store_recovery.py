@@ -18,8 +18,8 @@ from pathlib import Path
 import anyio
 import pytest
 from helpers import CLI, cli_env, make_settings
-from vault_index.engine.models import Models
-from vault_index.engine.store import Store
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.stores.store import Store
 from vault_index.errors import IndexRebuiltError
 from vault_index.services.app import App
 from vault_index.surfaces.server import build_server

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from helpers import REPO, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 
@@ -73,7 +73,7 @@ import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from helpers import make_settings
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 tmp, vault, marker, seconds = Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], float(sys.argv[5])

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 pytestmark = pytest.mark.faults
 
@@ -35,8 +35,8 @@ CONFIG = "roles: {owner: {read: ['*'], write: ['*'], promote: true}}\nlocal_role
 WRITER_LOOP = """
 import json, random, sys
 sys.path.insert(0, {mcp!r})
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 def run(root, writer, writes, notes):
     service = WriteService(Vault.open(root), lock_wait=30.0)

@@ -18,9 +18,9 @@ import textwrap
 import time
 
 import pytest
-from vault_index.engine import guarded_replace
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.engine.files import guarded_replace
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 TRIALS = 200
 ME = Caller("Agent <agent@example.org>", "owner", "race-test")
@@ -113,7 +113,7 @@ def test_a_note_created_meanwhile_by_the_person_is_not_replaced(tmp_path, monkey
     root = tmp_path / "project"
     (root / "notes").mkdir(parents=True)
     service = WriteService(Vault.open(root))
-    from vault_index.services import notes
+    from vault_index.services.writes import notes
 
     real_compose = notes.compose
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 from vault_index.errors import ConfigError
-from vault_index.services import adr, lessons
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.curation import adr, lessons
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 pytestmark = pytest.mark.faults
 
@@ -225,7 +225,7 @@ def test_promote_through_write_and_a_declared_collection_are_refused(project):
 
 
 def test_a_parent_swapped_for_a_symlink_after_the_check_is_caught(project, outside, monkeypatch):
-    from vault_index.engine import fileio
+    from vault_index.engine.files import fileio
 
     (project / "docs" / "notes").mkdir()
     checked = fileio.real_parts
@@ -244,8 +244,8 @@ def test_a_parent_swapped_for_a_symlink_after_the_check_is_caught(project, outsi
 
 
 def test_the_graph_store_refuses_a_fifo_or_a_hardlink_without_blocking(tmp_path, outside):
-    from vault_index.services import graph
-    from vault_index.services.graph_rules import GraphFileError
+    from vault_index.services.graph import graph
+    from vault_index.services.graph.graph_rules import GraphFileError
 
     note = outside / "victim.md"
     fifo = tmp_path / "fifo.jsonl"

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 from helpers import FakeEmbedder, make_settings
-from vault_index.engine.models import Models
-from vault_index.engine.sources import walk_notes
-from vault_index.services import frontmatter as fm
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.files.sources import walk_notes
 from vault_index.services.app import App
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.vault import frontmatter as fm
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 pytestmark = pytest.mark.faults
 

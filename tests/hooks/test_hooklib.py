@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from hookrun import FIXTURES, LONG_CONTEXT, SCRIPTS, SHORT_CONTEXT
-from vault_index.engine.sources import NOTE_SUFFIXES
+from vault_index.engine.files.sources import NOTE_SUFFIXES
 
 sys.path.insert(0, str(SCRIPTS))
 import _hooklib as hooks  # noqa: E402
@@ -79,7 +79,7 @@ def test_touched_files_are_the_edited_ones_latest_last():
 
 
 def test_the_hook_suffixes_match_the_indexer():
-    from vault_index.services import edit_client
+    from vault_index.services.writes import edit_client
 
     assert hooks.NOTE_SUFFIXES == edit_client.NOTE_SUFFIXES == NOTE_SUFFIXES
 

@@ -11,7 +11,7 @@ import os
 import pytest
 from helpers import GARDEN, make_settings, write
 from hookrun import answer, hook_env, run_script
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 
 

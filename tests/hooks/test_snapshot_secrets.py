@@ -9,7 +9,7 @@ import json
 import subprocess
 
 from hookrun import hook_env, run_script
-from vault_index.services.scaffold import scaffold
+from vault_index.services.curation.scaffold import scaffold
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

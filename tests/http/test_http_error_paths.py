@@ -8,7 +8,7 @@ import httpx
 import pytest
 from helpers import write
 from remote_harness import ThreadServer, free_port
-from vault_index.services.tokens import TokenStore
+from vault_index.services.access.tokens import TokenStore
 from vault_index.surfaces.http import HttpConfig
 
 ACCEPT = "application/json, text/event-stream"

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from helpers import write
 from remote_harness import CONFIG, NOTE, ThreadServer, free_port, open_client, run
-from vault_index.services.tokens import TokenStore
+from vault_index.services.access.tokens import TokenStore
 from vault_index.surfaces.http import HttpConfig
 
 REDIRECT = "https://claude.ai/api/mcp/auth_callback"

@@ -10,7 +10,7 @@ import pytest
 from helpers import CLI, cli_env, write
 from remote_harness import CALL_TIMEOUT_S, ThreadServer, free_port
 from vault_index.errors import UsageError
-from vault_index.services.tokens import MIN_TOKEN_CHARS, TokenStore
+from vault_index.services.access.tokens import MIN_TOKEN_CHARS, TokenStore
 from vault_index.surfaces.http import HttpConfig, check_startup
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -130,7 +130,7 @@ def test_body_and_rate_limits(guarded):
 def test_a_request_without_a_verified_token_is_the_guest_even_without_a_config(tmp_path):
     """Behind the bearer middleware this never happens; if it did, no vault may treat it as the owner
     (a vault without a config file treats a missing role as its owner)."""
-    from vault_index.services.vault import GUEST, Vault
+    from vault_index.services.vault.vault import GUEST, Vault
     from vault_index.surfaces.http import http_caller_factory
 
     root = tmp_path / "plain"

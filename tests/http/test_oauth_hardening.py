@@ -12,9 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from remote_harness import ThreadServer, free_port
 from test_http_oauth import authorize, mcp_status, pkce, register, server, tokens_for  # noqa: F401
-from vault_index.services import oauth
-from vault_index.services.oauth import OwnerOAuth
-from vault_index.services.tokens import TokenStore
+from vault_index.services.access import oauth
+from vault_index.services.access.oauth import OwnerOAuth
+from vault_index.services.access.tokens import TokenStore
 from vault_index.surfaces.http import HttpConfig
 
 

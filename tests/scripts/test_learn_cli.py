@@ -9,7 +9,8 @@ import sys
 
 import pytest
 from helpers import REPO, write
-from vault_index.services import graph, lessons
+from vault_index.services.curation import lessons
+from vault_index.services.graph import graph
 
 LEARN = str(REPO / "scripts" / "learn.py")
 ADR = str(REPO / "scripts" / "adr.py")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from helpers import REPO, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 
 

@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 from helpers import REPO, write
-from vault_index.engine import fileio
+from vault_index.engine.files import fileio
 from vault_index.errors import UsageError
-from vault_index.services import adr, graph
+from vault_index.services.curation import adr
+from vault_index.services.graph import graph
 
 SECTIONS = {"context": "Two writers met.", "options": "- flock\n- lock file", "decision": "flock where it exists."}
 

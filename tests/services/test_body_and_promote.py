@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import anyio
-from vault_index.services.scaffold import scaffold
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 from vault_index.surfaces.cli import main
 from vault_index.surfaces.tools import build_server
 

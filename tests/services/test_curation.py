@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 from helpers import write
-from vault_index.engine.parse import parse_note
+from vault_index.engine.parsing.parse import parse_note
 from vault_index.errors import UsageError
-from vault_index.services import curation
-from vault_index.services.curation import NoteFacts
-from vault_index.services.scaffold import scaffold
+from vault_index.services.curation import curation
+from vault_index.services.curation.curation import NoteFacts
+from vault_index.services.curation.scaffold import scaffold
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -111,8 +111,8 @@ def test_note_paths_skip_control_hidden_secrets_and_symlinks(tmp_path):
 
 
 def test_scaffold_makes_a_committed_valid_vault(tmp_path):
-    from vault_index.services import frontmatter
-    from vault_index.services.vault import Vault
+    from vault_index.services.vault import frontmatter
+    from vault_index.services.vault.vault import Vault
 
     root = tmp_path / "new"
     result = scaffold(root, TODAY)

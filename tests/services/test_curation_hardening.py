@@ -9,7 +9,7 @@ import datetime as dt
 import os
 
 from test_write import ADMIN, create, root, service  # noqa: F401 - the write tests' vault and service
-from vault_index.services import curation
+from vault_index.services.curation import curation
 
 NOW = dt.datetime(2026, 12, 1, 5, 0, tzinfo=dt.timezone.utc)
 

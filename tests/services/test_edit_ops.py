@@ -8,11 +8,11 @@ import datetime as dt
 import subprocess
 
 import pytest
-from vault_index.engine import fileio
-from vault_index.services.edit_ops import EditRequest, find_heading
-from vault_index.services.scaffold import scaffold
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteService
+from vault_index.engine.files import fileio
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.edit_ops import EditRequest, find_heading
+from vault_index.services.writes.write import Caller, WriteService
 
 HEAD = "---\ntitle: Setup guide\ntags: [ops,  linux]   # the person's own spacing and comment\n---\n"
 BODY = ("# Setup guide\n\nIntro line.\n\n## Install\n\nOld install text.\n\n### Linux\n\napt install x\n\n"

@@ -1,4 +1,4 @@
-"""The edit hook -> running server hand-off over the index's Unix socket (services/edit_queue.py).
+"""The edit hook -> running server hand-off over the index's Unix socket (services/writes/edit_queue.py).
 
 The listener runs in this process with the fake embedder (as the server would, with its loaded
 model); the hook runs as Claude Code runs it, a separate process, so the socket is crossed for real.
@@ -23,10 +23,10 @@ from helpers import BIKE, GARDEN, FakeEmbedder, make_settings, write
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hooks"))
 from hookrun import hook_env, run_script  # noqa: E402
-from vault_index.engine.models import Models  # noqa: E402
-from vault_index.services import edit_queue  # noqa: E402
+from vault_index.engine.embedding.models import Models  # noqa: E402
 from vault_index.services.app import App  # noqa: E402
-from vault_index.services.edit_queue import (  # noqa: E402
+from vault_index.services.writes import edit_queue  # noqa: E402
+from vault_index.services.writes.edit_queue import (  # noqa: E402
     MAX_SOCKET_PATH_BYTES,
     EditListener,
     hand_off,
@@ -230,9 +230,10 @@ def test_the_hook_process_hands_off_and_returns(served):
     assert "garden.md" in found(settings, embedder, "wombatgrub beetle larvae")
 
 
-# What the hook may import before a running server answers (services/edit_client.py): each
+# What the hook may import before a running server answers (services/writes/edit_client.py): each
 # module more is paid on every note edit (issue 13: config alone cost about 60 ms under load).
-HAND_OFF_MODULES = {"vault_index", "vault_index.locations", "vault_index.services", "vault_index.services.edit_client"}
+HAND_OFF_MODULES = {"vault_index", "vault_index.locations", "vault_index.services", "vault_index.services.writes",
+                    "vault_index.services.writes.edit_client"}
 
 
 def test_the_hand_off_path_imports_only_the_socket_client(served):

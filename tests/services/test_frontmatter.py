@@ -1,12 +1,12 @@
-"""services/frontmatter.py: tolerant read, strict validation with every problem, stable order, decay."""
+"""services/vault/frontmatter.py: tolerant read, strict validation with every problem, stable order, decay."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
-from vault_index.services import frontmatter as fm
-from vault_index.services.vault import Vault
+from vault_index.services.vault import frontmatter as fm
+from vault_index.services.vault.vault import Vault
 
 NOTE = """---
 title: Pricing

@@ -6,7 +6,7 @@ import math
 import random
 
 import pytest
-from vault_index.services import fusion
+from vault_index.services.search import fusion
 
 
 def test_idf_is_log_of_total_plus_one_over_doc_count_and_zero_for_unmatched_terms():

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from vault_index.engine import fileio
-from vault_index.services import graph as memory
-from vault_index.services.graph import (
+from vault_index.engine.files import doc_locks, fileio
+from vault_index.services.graph import graph as memory
+from vault_index.services.graph.graph import (
     DanglingRelationError,
     GraphBusyError,
     GraphFileError,
@@ -142,7 +142,7 @@ def test_a_write_that_fails_midway_leaves_the_file_byte_identical(memfile, notes
     with pytest.raises(OSError, match="disk full"):
         memory.create(memfile, entities=[{"name": "Compost", "entityType": "p", "source": str(notes / "garden.md")}])
     assert memfile.read_bytes() == before
-    # no temp file left; the lock file stays (kept on purpose: see fileio.DocumentLock)
+    # no temp file left; the lock file stays (kept on purpose: see doc_locks.DocumentLock)
     assert sorted(p.name for p in memfile.parent.iterdir()) == [".memory.jsonl.lock", "memory.jsonl"]
 
 
@@ -151,7 +151,7 @@ def test_a_held_lock_makes_a_writer_wait_then_give_up(memfile, notes, monkeypatc
     before = memfile.read_bytes()
     monkeypatch.setattr(memory, "LOCK_WAIT_S", 0.2)
     folder = os.open(memfile.parent, os.O_RDONLY)
-    with fileio.DocumentLock(folder, ".memory.jsonl", "another writer"):
+    with doc_locks.DocumentLock(folder, ".memory.jsonl", "another writer"):
         with pytest.raises(GraphBusyError, match="busy") as caught:
             memory.create(memfile, entities=[{"name": "C", "entityType": "p", "source": str(notes / "garden.md")}])
     os.close(folder)
@@ -161,7 +161,7 @@ def test_a_held_lock_makes_a_writer_wait_then_give_up(memfile, notes, monkeypatc
 
 WRITER = """
 import sys
-from vault_index.services import graph
+from vault_index.services.graph import graph
 memfile, source, worker = sys.argv[1], sys.argv[2], sys.argv[3]
 for i in range(15):
     graph.create(memfile, entities=[{"name": f"w{worker}-{i}", "entityType": "t", "source": source}])
@@ -402,12 +402,12 @@ def test_one_line_fields_refuse_unicode_line_separators(memfile, notes, char):
 
 def test_the_bare_python_skip_rule_matches_the_engine_rule(tmp_path):
     # scripts/adr.py links records on a python3 without pathspec: the engine's rule must import there
-    from vault_index.engine.sources import is_skipped_part
+    from vault_index.engine.files.sources import is_skipped_part
 
     parts = [".x", "secrets", ".git", ".obsidian", "node_modules", "__pycache__", "notes", "Secrets", "a.b"]
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from vault_index.services import graph_rules as r;"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from vault_index.services.graph import graph_rules as r;"
             "assert 'pathspec' not in sys.modules; print([r.is_skipped_part(p) for p in sys.argv[2:]])")
-    bare = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(Path(memory.__file__).parents[2]), *parts],
+    bare = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(Path(memory.__file__).parents[3]), *parts],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert bare.returncode == 0, bare.stderr
     assert bare.stdout.strip() == str([is_skipped_part(p) for p in parts])

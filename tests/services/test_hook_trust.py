@@ -10,8 +10,8 @@ import os
 import stat
 import subprocess
 
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 from vault_index.surfaces.cli import main
 
 ME = Caller("Me <me@example.org>", "owner", "test")
@@ -61,14 +61,14 @@ def test_a_cloned_vaults_hook_does_not_run_and_the_write_says_so(tmp_path):
     assert not (clone / "hook-ran.txt").exists()  # old code: the hook ran on this first write
     assert outcome.status == "written"
     assert any("grab.py is not run" in n and "vault-index trust" in n for n in outcome.notices)
-    from vault_index.services import curation
+    from vault_index.services.curation import curation
 
     issues = curation.hook_issues(Vault.open(clone))
     assert [i["check"] for i in issues] == ["untrusted_hook"] and issues[0]["path"].endswith("grab.py")
 
 
 def test_trusted_hooks_run_with_a_minimal_environment_and_a_change_untrusts_them(tmp_path, monkeypatch, capsys):
-    from vault_index.services import hook_trust
+    from vault_index.services.writes import hook_trust
 
     clone = cloned_vault(tmp_path)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
@@ -100,7 +100,7 @@ def test_trusted_hooks_run_with_a_minimal_environment_and_a_change_untrusts_them
 
 
 def test_a_trust_file_others_can_write_grants_nothing(tmp_path):
-    from vault_index.services import hook_trust
+    from vault_index.services.writes import hook_trust
 
     clone = cloned_vault(tmp_path)
     hook_trust.grant(Vault.open(clone))

@@ -8,9 +8,9 @@ from datetime import date
 
 import pytest
 from helpers import REPO
-from vault_index.engine import fileio, guarded_replace
+from vault_index.engine.files import fileio, guarded_replace
 from vault_index.errors import NotFoundError, UsageError, VaultIndexError
-from vault_index.services import lessons
+from vault_index.services.curation import lessons
 
 TODAY = date.today().isoformat()
 
@@ -168,7 +168,7 @@ def test_a_change_that_would_drop_a_lesson_is_refused(tmp_path):
 WRITER = """
 import sys
 sys.path.insert(0, {mcp!r})
-from vault_index.services import lessons
+from vault_index.services.curation import lessons
 for n in range(15):
     lessons.add(sys.argv[1], f"Writer {{sys.argv[2]}} lesson {{n}}", "concurrency", "count them")
 """

@@ -69,9 +69,9 @@ def test_example_vault_is_clean_even_strict(tmp_path):
 
 
 def test_example_vault_has_typed_notes_and_30_resolved_links():
-    from vault_index.services import curation
-    from vault_index.services.vault import Vault
-    from vault_index.services.write import Caller, WriteService
+    from vault_index.services.curation import curation
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes.write import Caller, WriteService
 
     vault = Vault.open(REPO / "example-vault")
     notes = curation.readable_notes(WriteService(vault), Caller.local(vault), vault.root)

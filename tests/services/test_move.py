@@ -6,12 +6,12 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from vault_index.engine import fileio
-from vault_index.services import linkgraph
-from vault_index.services.move import MoveRequest
-from vault_index.services.scaffold import scaffold
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteService
+from vault_index.engine.files import doc_locks, fileio
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.graph import linkgraph
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.move import MoveRequest
+from vault_index.services.writes.write import Caller, WriteService
 
 MOVED = "# Pricing\n\nSee [the roadmap](../plans/roadmap.md) and [[roadmap]].\n\n## Tiers\n\nthree tiers\n"
 LINKER = (
@@ -191,8 +191,8 @@ def test_a_move_waits_for_no_one_it_cannot_lock_and_changes_nothing(folder, tmp_
     monkeypatch.setenv("VAULT_LOCK_DIR", str(tmp_path / "locks"))
     linker = root / names["links"] / "links.md"
     folder_fd = os.open(linker.parent, os.O_RDONLY)
-    locks = fileio.machine_locks_dir()
-    holder = fileio.DocumentLock(locks, fileio.document_key(folder_fd, linker.name), "Editor <e@e>", wait=0.1)
+    locks = doc_locks.machine_locks_dir()
+    holder = doc_locks.DocumentLock(locks, doc_locks.document_key(folder_fd, linker.name), "Editor <e@e>", wait=0.1)
     holder.acquire()
     try:
         before = snapshot(root)
@@ -212,7 +212,7 @@ def test_a_case_only_rename_where_the_file_system_ignores_case(folder, monkeypat
     as on macOS or Windows; that is not a taken name, and the rename must not hard-link onto it."""
     import os
 
-    from vault_index.services import move as move_module
+    from vault_index.services.writes import move as move_module
 
     root, names, service, caller, _ = folder
     old, new = f"{names['from']}/pricing.md", f"{names['from']}/PRICING.md"

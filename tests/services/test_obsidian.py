@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from helpers import FakeEmbedder, snapshot
-from vault_index.engine.parse import parse_note, split_frontmatter
-from vault_index.engine.sources import walk_notes
-from vault_index.services import dates
+from vault_index.engine.files.sources import walk_notes
+from vault_index.engine.parsing.parse import parse_note, split_frontmatter
+from vault_index.services.search import dates
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "obsidian-vault"
 TEMPLATES = ("Meta/Templates/Daily.md", "_templates/Meeting.md")
@@ -97,7 +97,7 @@ def test_a_question_with_an_exact_date_ranks_the_daily_note_first(obsidian, inde
 
 
 def _keyword_args(app, query):
-    from vault_index.services.query import query_terms
+    from vault_index.services.search.query import query_terms
 
     terms = query_terms(query)
     return terms, app.searcher._doc_counts(terms), None

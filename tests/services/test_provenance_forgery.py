@@ -6,10 +6,10 @@ import subprocess
 
 import anyio
 import pytest
-from vault_index.services import curation
-from vault_index.services.scaffold import scaffold
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.curation import curation
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 from vault_index.surfaces.tools import build_server
 
 from mcp import Client

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vault_index.services.query import MAX_QUERY_TERMS, fts_match, query_terms, quote, within_budget
+from vault_index.services.search.query import MAX_QUERY_TERMS, fts_match, query_terms, quote, within_budget
 
 
 def test_terms_are_lowercased_deduplicated_and_stopword_free():

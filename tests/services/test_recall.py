@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import write
 from vault_index.errors import UsageError
-from vault_index.services import graph as memory
-from vault_index.services.graph import GraphInputError
+from vault_index.services.graph import graph as memory
+from vault_index.services.graph.graph import GraphInputError
 from vault_index.services.recall import display_path, recall
 
 LESSONS = """# Lessons

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from helpers import write
-from vault_index.services.recent import recent_activity
+from vault_index.services.curation.recent import recent_activity
 
 
 def git(root, *args, when: str | None = None) -> str:

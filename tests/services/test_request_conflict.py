@@ -5,8 +5,8 @@ answered "written" and its text was lost. A true retry still gets the first answ
 from __future__ import annotations
 
 from test_write import ADMIN, create, root, service  # noqa: F401 - the write tests' vault and service
-from vault_index.services.vault import Vault
-from vault_index.services.write import WriteRequest, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import WriteRequest, WriteService
 
 
 def test_the_same_id_with_another_body_is_a_conflict_and_writes_nothing(root, service):  # noqa: F811

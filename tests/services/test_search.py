@@ -6,10 +6,10 @@ import os
 
 import pytest
 from helpers import BACKENDS, FakeEmbedder, FakeReranker, write
-from vault_index.engine.chunk import embed_text_for
+from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.errors import UsageError
-from vault_index.services import fusion
-from vault_index.services.search import MODES, Filters
+from vault_index.services.search import fusion
+from vault_index.services.search.search import MODES, Filters
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # every test on SQLite and on PostgreSQL
 
@@ -177,7 +177,7 @@ def test_only_stopwords_or_punctuation_gives_no_keyword_hits_and_no_error(indexe
 
 
 def test_a_long_query_is_cut_with_a_notice_and_still_finds(indexed):
-    from vault_index.services.query import MAX_QUERY_CHARS
+    from vault_index.services.search.query import MAX_QUERY_CHARS
 
     query = "degreaser derailleur " + "x" * 10_000
     for mode in MODES:
@@ -222,7 +222,7 @@ def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, o
 
 
 def test_a_large_index_bounds_the_keyword_or_to_its_rarest_terms(tmp_path, open_app, monkeypatch):
-    from vault_index.services import search
+    from vault_index.services.search import search
 
     root = tmp_path / "budget"
     for word, copies in (("zephyr", 1), ("quartz", 3), ("marble", 6)):
@@ -246,8 +246,8 @@ def test_a_large_index_bounds_the_keyword_or_to_its_rarest_terms(tmp_path, open_
 def test_below_the_size_threshold_the_keyword_query_is_the_unbounded_one(backend):
     import random
 
-    from vault_index.services.query import fts_match
-    from vault_index.services.search import (
+    from vault_index.services.search.query import fts_match
+    from vault_index.services.search.search import (
         BOUNDED_KEYWORD_MIN_CHUNKS,
         DF_COUNT_CAP,
         KEYWORD_POSTING_BUDGET,

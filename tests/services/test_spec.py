@@ -6,10 +6,10 @@ import json
 
 import pytest
 from vault_index.errors import ConfigError
-from vault_index.services import spec
-from vault_index.services.scaffold import scaffold
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.vault import spec
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 SHIPPED = {"reference", "project", "decision", "lesson", "handoff", "log", "concept", "entity", "moc", "raw-source"}
 

@@ -1,4 +1,4 @@
-"""services/vault.py: config validation with key paths, grants, collections, pattern checks."""
+"""services/vault/vault.py: config validation with key paths, grants, collections, pattern checks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 from vault_index.errors import ConfigError, NotFoundError
-from vault_index.services.vault import GUEST, Grants, Vault, load_config_text, pattern_problem
+from vault_index.services.vault.vault import GUEST, Grants, Vault, load_config_text, pattern_problem
 
 GOOD = """
 version: 1

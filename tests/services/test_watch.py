@@ -8,7 +8,7 @@ import time
 
 import pytest
 from helpers import FakeEmbedder, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 from vault_index.services.watch import Watcher
 

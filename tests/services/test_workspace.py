@@ -10,7 +10,7 @@ from vault_index.config import Settings
 from vault_index.errors import VaultIndexError
 from vault_index.services import workspace
 from vault_index.services.app import App
-from vault_index.services.search import Filters
+from vault_index.services.search.search import Filters
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch)
 
 
 def test_a_rebuilt_index_keeps_each_sources_workspace(env, monkeypatch):
-    from vault_index.engine import recovery
+    from vault_index.engine.stores import recovery
 
     a = project(env / "a")
     note(a / "docs", "x.md", "kept private")
@@ -128,7 +128,7 @@ def test_upgrade_brings_an_old_project_index_in_under_its_project_and_says_so(en
     """Before ADR 0020 a project had its own file; upgrade re-registers its sources in that project's
     workspace (a migration, not a reset), gives an init vault's sources the vault's, and runs once."""
     from vault_index import config
-    from vault_index.engine.store import Store
+    from vault_index.engine.stores.store import Store
     from vault_index.services.upgrade import upgrade
 
     a = project(env / "a")

@@ -182,7 +182,7 @@ def test_an_agent_adding_a_vault_inside_the_personal_notes_does_not_make_it_pers
 def test_links_from_a_personal_note_do_not_lead_into_a_nested_projects_docs(env, monkeypatch):
     """A link inside ~/Documents to B's docs (B's source, nested in it) resolves within the outer
     source; old code gave its path to project A's links, backlinks and neighbors."""
-    from vault_index.services.linkgraph import note_links
+    from vault_index.services.graph.linkgraph import note_links
 
     documents = env / "home" / "Documents"
     b = project(documents / "B")

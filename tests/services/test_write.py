@@ -7,9 +7,9 @@ import errno
 import subprocess
 
 import pytest
-from vault_index.engine import fileio
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.engine.files import fileio
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 CONFIG = """
 version: 1

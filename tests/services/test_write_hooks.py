@@ -6,9 +6,9 @@ import os
 import time
 
 import pytest
-from vault_index.services import hook_trust
-from vault_index.services.vault import Vault
-from vault_index.services.write import Caller, WriteRequest, WriteService
+from vault_index.services.vault.vault import Vault
+from vault_index.services.writes import hook_trust
+from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
 ME = Caller("Me <me@example.org>", "owner", "test")
 HOOKS = {
@@ -42,7 +42,7 @@ def make_vault(tmp_path, transforms=(), validators=(), timeout=3.0, limits=None)
         "roles: {owner: {read: ['*'], write: ['*'], promote: true}}\ngit: {commit: false}\n"
         f"hooks:\n  pre_write_transform:{block(transforms)}\n  pre_write:{block(validators)}\n")
     vault = Vault.open(root)
-    # The person on this machine trusts these hooks (services/hook_trust.py): they run.
+    # The person on this machine trusts these hooks (services/writes/hook_trust.py): they run.
     hook_trust.record(vault.root, {f".vault-index/hooks/{n}": hook_trust.digest(c.encode()) for n, c in HOOKS.items()})
     return WriteService(vault)
 

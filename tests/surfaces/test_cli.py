@@ -142,7 +142,7 @@ def test_every_mcp_tool_and_its_parameters_are_documented(tmp_path):
     """A tool or parameter the server offers but the docs never name fails here."""
     import anyio
     from vault_index.config import Settings
-    from vault_index.engine.models import Models
+    from vault_index.engine.embedding.models import Models
     from vault_index.services.app import App
     from vault_index.surfaces.server import build_server
 

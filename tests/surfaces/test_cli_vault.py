@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 from helpers import CLI, cli_env, write
-from vault_index.services.curation import CHECKS
+from vault_index.services.curation.curation import CHECKS
 
 OUTCOME_KEYS = {"status", "message", "path", "version", "data"}
 

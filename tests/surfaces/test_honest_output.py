@@ -9,7 +9,7 @@ import anyio
 import pytest
 from helpers import FakeEmbedder, make_settings
 from vault_index.engine import indexer
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.errors import UsageError
 from vault_index.services.app import EMPTY_INDEX_NOTICE, App
 from vault_index.surfaces.tools import build_server

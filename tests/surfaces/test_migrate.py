@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import replace
 
 from helpers import CLI, FakeEmbedder, cli_env, make_settings
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 
 QUERIES = ("brake pads groove", "garden soil compost", "sourdough starter", "old runbook deprecated", "chain")

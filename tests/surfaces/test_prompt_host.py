@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 from helpers import REPO, make_settings
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 from vault_index.surfaces.prompt_host import runnable_here
 from vault_index.surfaces.prompts import commands

@@ -17,10 +17,10 @@ from helpers import CLI, REPO, cli_env, write
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import MAX_NOTE_LINES, App
-from vault_index.services.scaffold import scaffold
-from vault_index.services.write import Caller
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.writes.write import Caller
 from vault_index.surfaces import resources as resources_module
 from vault_index.surfaces.prompt_host import runnable_here
 from vault_index.surfaces.prompts import ARGUMENT_NAMES, MAX_ARGUMENT_CHARS

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import anyio
 from helpers import BIKE, FakeEmbedder, make_settings, write
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 from vault_index.surfaces.tools import build_server
 

@@ -8,10 +8,10 @@ import subprocess
 import anyio
 import pytest
 from helpers import REPO
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
-from vault_index.services.scaffold import scaffold
-from vault_index.services.write import Caller
+from vault_index.services.curation.scaffold import scaffold
+from vault_index.services.writes.write import Caller
 from vault_index.surfaces.tools import build_server
 
 from mcp import Client
@@ -52,11 +52,17 @@ def test_tools_list_fits_the_token_budget(tmp_path):
     assert len(tools) == 18
 
 
-def test_every_tool_is_declared_in_the_one_tools_module():
+def test_every_tool_is_registered_from_the_one_table():
+    """One registry for every transport (tools.TOOLS); the tools themselves are top-level
+    functions in one module per area."""
+    from vault_index.surfaces.tools import TOOLS
+
     surfaces = REPO / "mcp" / "vault_index" / "surfaces"
-    declaring = sorted(p.name for p in surfaces.glob("*.py") if "@server.tool" in p.read_text())
-    assert declaring == ["tools.py"]
+    registering = sorted(p.name for p in surfaces.glob("*.py") if "server.tool(" in p.read_text())
+    assert registering == ["tools.py"]
     assert not (surfaces / "tools_write.py").exists()
+    areas = {fn.__module__.rpartition(".")[2] for fn, _ in TOOLS}
+    assert areas == {"tools_search", "tools_graph", "tools_notes", "tools_vault"}
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 from helpers import write
-from vault_index.services import graph, lessons
+from vault_index.services.curation import lessons
+from vault_index.services.graph import graph
 from vault_index.surfaces.server import build_server
 
 from mcp import Client

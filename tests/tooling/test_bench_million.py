@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vault_index.engine.store import Store
+from vault_index.engine.stores.store import Store
 from vault_index.tooling import bench_million
 
 

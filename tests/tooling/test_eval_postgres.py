@@ -9,11 +9,11 @@ import subprocess
 from dataclasses import replace
 
 from helpers import CLI, FakeEmbedder, cli_env, make_settings
-from vault_index.engine.models import Models
+from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
 from vault_index.tooling.evaluation import PARITY_TOLERANCE, parity
 
-# psycopg and engine/pg_store (which imports it) come from the postgres extra: they are imported
+# psycopg and engine/stores/pg_store (which imports it) come from the postgres extra: they are imported
 # in the tests, after a fixture skipped them where the extra is missing, never at module level.
 
 GOLDEN = [
@@ -42,7 +42,8 @@ def _databases(server_url: str) -> set[str]:
 
 
 def test_the_suite_on_postgresql_fills_one_database_per_corpus_from_the_sqlite_cache(tmp_path, vault, pg_server_url):
-    from vault_index.engine.pg_store import PgStore, database_name, database_url, drop_database
+    from vault_index.engine.stores.pg_schema import database_name, database_url, drop_database
+    from vault_index.engine.stores.pg_store import PgStore
 
     suite, cache = _suite(tmp_path)
     env = cli_env(tmp_path / "index.db", VAULT_EVAL_CACHE=str(cache))
@@ -93,7 +94,7 @@ def test_the_suite_on_postgresql_fills_one_database_per_corpus_from_the_sqlite_c
 
 
 def test_the_eval_never_touches_the_index_vault_index_url_names(tmp_path, vault, pg_database):
-    from vault_index.engine.pg_store import PgStore
+    from vault_index.engine.stores.pg_store import PgStore
 
     team_url = pg_database("team")
     other = tmp_path / "other"
@@ -136,7 +137,8 @@ def test_parity_fails_beyond_the_tolerance_and_names_a_corpus_the_other_run_lack
 
 
 def test_the_hnsw_build_memory_grows_with_the_vectors_within_its_bounds(pg_store_module):
-    hnsw_build_memory_mb = pg_store_module.hnsw_build_memory_mb
+    from vault_index.engine.stores.pg_schema import hnsw_build_memory_mb  # psycopg: after the fixture's skip
+
     assert hnsw_build_memory_mb(1000, 384) == 512
     million = hnsw_build_memory_mb(1_000_000, 384)
     assert 2 * 1_000_000 * 384 * 4 // 2**20 <= million <= 8192

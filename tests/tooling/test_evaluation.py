@@ -73,7 +73,7 @@ def test_the_repository_golden_labels_point_at_real_headings():
     """Every label names a file of example-vault/ and a heading path the parser produces there."""
     from pathlib import Path
 
-    from vault_index.engine.parse import parse_note
+    from vault_index.engine.parsing.parse import parse_note
 
     root = Path(__file__).resolve().parents[2]
     questions = evaluation.load_golden(root / "eval" / "golden.jsonl", root)

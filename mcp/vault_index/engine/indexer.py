@@ -17,12 +17,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
-from vault_index.engine import checkouts
-from vault_index.engine.chunk import approximate_tokens, chunk_note, embed_text_for
-from vault_index.engine.fileio import read_note
-from vault_index.engine.models import Models
-from vault_index.engine.parse import alias_title, parse_note
-from vault_index.engine.sources import (
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.files import checkouts
+from vault_index.engine.files.fileio import read_note
+from vault_index.engine.files.sources import (
     check_source_path,
     is_note_path,
     looks_binary,
@@ -30,7 +28,9 @@ from vault_index.engine.sources import (
     source_of,
     walk_notes,
 )
-from vault_index.engine.store_contract import IndexStore as Store
+from vault_index.engine.parsing.chunk import approximate_tokens, chunk_note, embed_text_for
+from vault_index.engine.parsing.parse import alias_title, parse_note
+from vault_index.engine.stores.store_contract import IndexStore as Store
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.types import SyncReport
 
@@ -72,7 +72,7 @@ def _embedding_turn(store: Store, progress: Progress | None):
 def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | None, os.stat_result | None]:
     """(text, raw bytes, problem, stat of what was read). Reading never changes the file.
 
-    Through engine/fileio.read_note: opened once from the source's real root, following no
+    Through engine/files/fileio.read_note: opened once from the source's real root, following no
     link, regular files with one link only, so what is indexed (and shown in snippets) is never
     a file outside the sources, and a FIFO named like a note never blocks the sync.
     """
@@ -96,7 +96,7 @@ def register(store: Store, paths: Iterable[str], name: str | None = None,
              checkout: bool = False, scope_of: Callable[[Path], str] | None = None) -> list[tuple[int, int, Path]]:
     """(checkout id, source id, root) of each path registered. `name` names the source when exactly
     one path is given (ignored otherwise); `checkout`: that path may join the source already named
-    so, as another checkout of it (engine/checkouts.register). `scope_of(path)`: the workspace a new
+    so, as another checkout of it (engine/files/checkouts.register). `scope_of(path)`: the workspace a new
     source joins (ADR 0020; default personal)."""
     paths = list(paths)
     name = name if len(paths) == 1 else None
@@ -240,7 +240,7 @@ FIRST_LOOK_MESSAGE = ("not indexed from here: differs from the version another c
 def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
     """Index one note of the checkout `here` (a folder, or the note itself for a file source).
 
-    The rules of engine/checkouts.py: an unchanged copy does nothing; a changed one replaces the
+    The rules of engine/files/checkouts.py: an unchanged copy does nothing; a changed one replaces the
     stored note when its checkout had the stored version, else only when it is newer; an older
     one is stale. Checked here first (no parse, no chunking for a stale copy), and again, for
     good, inside replace_file's write transaction.
@@ -342,7 +342,7 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
 def is_indexable(store: Store, path: str) -> bool:
     """Whether `reindex_file(path)` would index it: inside a registered source and a note there.
 
-    The edit hand-off (services/edit_queue.py) asks this before it queues a path for the server,
+    The edit hand-off (services/writes/edit_queue.py) asks this before it queues a path for the server,
     so that a path sent over the socket meets exactly the rules of the edit hook and full sync.
     """
     roots = [root for _, root in store.sources()]

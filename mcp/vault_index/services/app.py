@@ -13,18 +13,18 @@ from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
 from vault_index.engine import indexer
-from vault_index.engine.fileio import read_note
-from vault_index.engine.models import Models
-from vault_index.engine.sources import looks_binary, real_path, resolve_inside
-from vault_index.engine.store import BUSY_TIMEOUT_S
-from vault_index.engine.store_contract import IndexStore, open_store
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.files.fileio import read_note
+from vault_index.engine.files.sources import looks_binary, real_path, resolve_inside
+from vault_index.engine.stores.store import BUSY_TIMEOUT_S
+from vault_index.engine.stores.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services import workspace as workspaces
-from vault_index.services.boundaries import agent_sources
-from vault_index.services.search import DEFAULT_MODE, Filters, Searcher, under_any
-from vault_index.services.vault import Vault
+from vault_index.services.access.boundaries import agent_sources
+from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
+from vault_index.services.vault.vault import Vault
 from vault_index.services.workspace import Workspace
-from vault_index.services.write import WriteService
+from vault_index.services.writes.write import WriteService
 from vault_index.types import SearchResult, SyncReport
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
@@ -111,7 +111,7 @@ class App:
     def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False,
               name: str | None = None, checkout: bool = False) -> SyncReport:
         """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
-        (MCP), which may add only what services/boundaries.py allows; the person (CLI) adds anything.
+        (MCP), which may add only what services/access/boundaries.py allows; the person (CLI) adds anything.
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
         if by_agent and name:  # the store's refusal would name the other workspace's folder
             owner = self.store.source_names().get(name)
@@ -297,7 +297,7 @@ class App:
         `probe_models` (the terminal's `status`, where a person waits anyway): try loading the
         reranker, so "rerank on" is said only when it can run here.
         """
-        from vault_index.engine.vectors import sqlite_vec_connection
+        from vault_index.engine.embedding.vectors import sqlite_vec_connection
 
         model = self.store.get_meta("embed_model")
         vectors = self.store.vector_count(model) if model else 0
@@ -346,7 +346,7 @@ class App:
 
 
 def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
-    """The bytes of a note get_note may serve: opened once through engine/fileio (no link followed,
+    """The bytes of a note get_note may serve: opened once through engine/files/fileio (no link followed,
     regular file, one hard link), and refused where indexing would skip it (too big, binary).
 
     Trigger: the whole file is read, so a window answer needs a cap. Why: a 400 MB one-line file

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vault_index.config import project_dir
-from vault_index.services import graph as memory
-from vault_index.services.search import MAX_LIMIT, Filters
+from vault_index.services.graph import graph as memory
+from vault_index.services.search.search import MAX_LIMIT, Filters
 
 LESSONS_FILE = "lessons.md"
 MAX_RECALL_LIMIT = 20

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from vault_index.errors import UsageError
-from vault_index.services import write
-from vault_index.services.write import Caller
+from vault_index.services.writes import write
+from vault_index.services.writes.write import Caller
 
 MAX_AGENT_CHARS = 80
 
@@ -55,7 +55,7 @@ def local_read_scope(app, role_flag: str | None = None):
     server's default vault) and filters with the same access.granted_filters.
     """
     from vault_index.config import content_root
-    from vault_index.services.access import scope_for
+    from vault_index.services.access.access import scope_for
 
     root = app.workspace.root if app.workspace.kind == "vault" else content_root()  # as build_server
     vault = app.vault(root)

@@ -7,7 +7,6 @@ docs/cli.md and kept stable for scripts.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import asdict
@@ -16,6 +15,12 @@ from pathlib import Path
 from vault_index import __version__
 from vault_index.config import Settings
 from vault_index.errors import UsageError, VaultIndexError
+from vault_index.surfaces.cli_common import (
+    Progress,
+    _json,
+    _say,
+    role_filters,
+)
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -25,10 +30,6 @@ from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client starts it this way); "
              "Ctrl-C stops. For the terminal commands: vault-index --help")
-
-
-def _json(data) -> str:
-    return json.dumps(data, ensure_ascii=False, default=str)
 
 
 def result_json(result, explain: bool = False) -> dict:
@@ -43,78 +44,6 @@ def result_json(result, explain: bool = False) -> dict:
         hits.append(item)
     return {"query": result.query, "mode": result.mode, "vector_used": result.vector_used,
             "reranked": result.reranked, "notices": list(result.notices), "hits": hits}
-
-
-PLAIN_PROGRESS_SECONDS = 10.0  # off a terminal (CI logs, setup's output): one progress line this often
-PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt}{unit} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
-PHASE_UNITS = {"scan": " files", "embed": " chunks"}
-
-
-class Progress:
-    """Index progress on stderr, never stdout: a tqdm bar with an ETA on a terminal, else a plain
-    line every PLAIN_PROGRESS_SECONDS and one at each phase's end (logs must not sit silent).
-
-    Called as the indexer's callback `(phase, done, total)`; phase "wait" (total 0) says the run
-    waits for another index run's embedding.
-    """
-
-    def __init__(self, enabled: bool, stream=None):
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = self.stream.isatty()
-        self._bar = None
-        self._phase: str | None = None
-        self._started = self._last_line = 0.0
-        import time
-
-        self._made, self._last_call = time.monotonic(), 0.0
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if phase == "wait":
-            self.stream.write("another `vault-index index` is embedding into this index; waiting for it "
-                              "(what it embeds is not embedded twice)\n")
-            self.stream.flush()
-            return
-        if total <= 0:
-            return
-        import time
-
-        from tqdm import tqdm
-
-        now = time.monotonic()
-        if phase != self._phase:
-            self.close()
-            # The indexer reports a phase first after its first batch: the phase began at the
-            # previous report (or when this display was made), so the rate and the ETA count from there.
-            started = self._last_call or self._made
-            self._phase, self._started, self._last_line = phase, started, now
-            if self.tty:
-                self._bar = tqdm(total=total, desc=phase, unit=PHASE_UNITS.get(phase, ""), file=self.stream,
-                                 leave=True, dynamic_ncols=True, mininterval=0, delay=0)
-                self._bar.start_t = self._bar.last_print_t = time.time() - (now - started)
-        self._last_call = now
-        if self._bar is not None:
-            self._bar.update(done - self._bar.n)
-        elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
-            self._last_line = now
-            line = tqdm.format_meter(done, total, now - self._started, prefix=phase,
-                                     unit=PHASE_UNITS.get(phase, ""), bar_format=PLAIN_FORMAT)
-            self.stream.write(line + "\n")
-            self.stream.flush()
-        if done >= total:
-            self.close()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-        self._bar, self._phase = None, None
-
-
-def _say(args, message: str) -> None:
-    if not getattr(args, "silent", False):
-        print(message, file=sys.stderr)
 
 
 def cmd_index(app, args) -> int:
@@ -165,7 +94,7 @@ def _adopt(app, args) -> None:
 
 
 def cmd_search(app, args) -> int:
-    from vault_index.services.search import Filters
+    from vault_index.services.search.search import Filters
     from vault_index.surfaces.notices import print_notices
 
     _adopt(app, args)
@@ -192,21 +121,6 @@ def cmd_search(app, args) -> int:
             if args.explain:
                 print(f"    explain: {_json(hit.explain)}")
     return 0
-
-
-def role_filters(app, filters):
-    """`filters` with the local person's read grants, as the stdio server applies them (VAULT_ROLE,
-    else the config's local_role); a role that reads nothing is refused as the server refuses it."""
-    from vault_index.services.access import granted_filters
-    from vault_index.surfaces.callers import local_read_scope
-    from vault_index.surfaces.shapes import denied_text
-
-    caller, scope = local_read_scope(app)
-    if not scope.reads_any:
-        from vault_index.errors import NotFoundError
-
-        raise NotFoundError(denied_text(caller, "read"))
-    return granted_filters(filters, scope)
 
 
 def cmd_get(app, args) -> int:
@@ -264,7 +178,7 @@ def cmd_status(app, args) -> int:
 
 def _hook_notices(app) -> list[str]:
     """Hooks of the working vault that writes will not run (untrusted or changed): status says so."""
-    from vault_index.services import hook_trust
+    from vault_index.services.writes import hook_trust
 
     try:
         return hook_trust.untrusted_notices(app.vault(None))
@@ -274,7 +188,8 @@ def _hook_notices(app) -> list[str]:
 
 def cmd_migrate(app, args) -> int:
     """Copy the SQLite index (VAULT_INDEX_DB) into an empty PostgreSQL database (ADR 0017)."""
-    from vault_index.engine.store_contract import is_postgres_url, open_store, redact
+    from vault_index.engine.stores.store_contract import open_store
+    from vault_index.engine.stores.urls import is_postgres_url, redact
 
     settings = Settings.from_env()
     if not is_postgres_url(args.to):
@@ -282,7 +197,7 @@ def cmd_migrate(app, args) -> int:
     if not settings.db_path.is_file():
         raise UsageError(f"there is no SQLite index at {settings.db_path} to copy; "
                          "VAULT_INDEX_DB names the one to migrate")
-    from vault_index.engine.migrate_store import copy_index, describe
+    from vault_index.engine.stores.migrate_store import copy_index, describe
 
     source = open_store(settings.db_path)
     try:
@@ -384,7 +299,7 @@ def cmd_watch(app, args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from vault_index.services.search import DEFAULT_MODE, MODES
+    from vault_index.services.search.search import DEFAULT_MODE, MODES
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")

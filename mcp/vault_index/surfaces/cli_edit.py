@@ -1,7 +1,7 @@
 """`vault-index prepend|replace-section|find-replace|move|recent`: the edit operations on the command line.
 
-Thin commands over services/edit_ops.py's `write_op` (the very entry MCP note_write calls) and
-services/recent.py; the caller, `--vault`, `--json` and the exit codes are the curated vault
+Thin commands over services/writes/edit_ops.py's `write_op` (the very entry MCP note_write calls) and
+services/curation/recent.py; the caller, `--vault`, `--json` and the exit codes are the curated vault
 commands' own (surfaces/cli_vault.py, docs/cli.md).
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 
 def _edit(app, args, op: str, **fields) -> int:
-    from vault_index.services.edit_ops import write_op
-    from vault_index.surfaces.cli_vault import _finish, _open
+    from vault_index.services.writes.edit_ops import write_op
+    from vault_index.surfaces.cli_common import _finish, _open
     from vault_index.surfaces.shapes import outcome_out
 
     vault, caller = _open(app, args)
@@ -24,7 +24,7 @@ def _edit(app, args, op: str, **fields) -> int:
 
 
 def _text(args) -> str | None:
-    from vault_index.surfaces.cli_vault import _read_text
+    from vault_index.surfaces.cli_common import _read_text
 
     return _read_text(args.body, args.file)
 
@@ -46,10 +46,10 @@ def cmd_move(app, args) -> int:
 
 
 def cmd_recent(app, args) -> int:
-    from vault_index.services.access import scope_for
-    from vault_index.services.recent import recent_activity
-    from vault_index.surfaces.cli_vault import _finish, _json, _open
-    from vault_index.surfaces.tools import denied_outcome
+    from vault_index.services.access.access import scope_for
+    from vault_index.services.curation.recent import recent_activity
+    from vault_index.surfaces.cli_common import _finish, _json, _open
+    from vault_index.surfaces.tool_context import denied_outcome
 
     vault, caller = _open(app, args)
     scope = scope_for(vault, vault.grants(caller.role))

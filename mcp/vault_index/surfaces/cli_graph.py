@@ -1,6 +1,6 @@
 """`vault-index graph ...` and `vault-index recall`: the memory graph and recall from a terminal.
 
-Thin commands over services/graph.py and services/recall.py, the same functions the MCP tools
+Thin commands over services/graph/graph.py and services/recall.py, the same functions the MCP tools
 call. `--json` output is documented in docs/cli.md.
 """
 
@@ -11,7 +11,7 @@ import json
 import sys
 
 from vault_index.config import project_dir
-from vault_index.services import graph as memory
+from vault_index.services.graph import graph as memory
 
 
 def _json(data) -> str:
@@ -90,11 +90,11 @@ def cmd_graph_show(app, args) -> int:
 
 
 def cmd_recall(app, args) -> int:
-    from vault_index.services.access import visible_entities
+    from vault_index.services.access.access import visible_entities
     from vault_index.services.recall import recall
-    from vault_index.services.search import Filters
+    from vault_index.services.search.search import Filters
     from vault_index.surfaces.callers import local_read_scope
-    from vault_index.surfaces.cli import role_filters
+    from vault_index.surfaces.cli_common import role_filters
 
     app.adopt_workspace()  # the project's own notes, as the agent there sees them (ADR 0020)
     # the local person's read grants, as the MCP recall tool applies them

@@ -49,7 +49,7 @@ def parse_bind(text: str) -> tuple[str, int]:
 
 def http_config(args):
     from vault_index.config import Settings
-    from vault_index.services.tokens import credentials_dir
+    from vault_index.services.access.tokens import credentials_dir
     from vault_index.surfaces.http import DEFAULT_BURST, DEFAULT_RATE_PER_S, HttpConfig
 
     host, port = parse_bind(args.http)
@@ -62,7 +62,7 @@ def http_config(args):
 
 
 def cmd_serve_http(args) -> int:
-    from vault_index.services.tokens import TokenStore
+    from vault_index.services.access.tokens import TokenStore
     from vault_index.surfaces.http import check_startup, serve_http
 
     if getattr(args, "role", None):
@@ -81,7 +81,7 @@ def cmd_serve_http(args) -> int:
 
 def _store():
     from vault_index.config import Settings
-    from vault_index.services.tokens import TokenStore, credentials_dir
+    from vault_index.services.access.tokens import TokenStore, credentials_dir
 
     return TokenStore(credentials_dir(Settings.from_env().db_path))
 
@@ -122,7 +122,7 @@ def _show(args, token: str, record) -> int:
 
 def _vault(folder: str | None):
     from vault_index.config import project_dir
-    from vault_index.services.vault import Vault
+    from vault_index.services.vault.vault import Vault
 
     return Vault.open(Path(folder) if folder else project_dir())
 

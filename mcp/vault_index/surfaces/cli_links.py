@@ -1,6 +1,6 @@
 """`vault-index backlinks|links|neighbors|related`: the link graph from the terminal.
 
-Thin commands over services/linkgraph.note_links, the function the MCP tool `note_links` calls.
+Thin commands over services/graph/linkgraph.note_links, the function the MCP tool `note_links` calls.
 `--json` prints its answer as is: {direction, note, query, results}.
 """
 
@@ -10,11 +10,11 @@ import argparse
 import json
 from pathlib import Path
 
-from vault_index.engine.links import EDGE_KINDS
+from vault_index.engine.parsing.links import EDGE_KINDS
 
 
 def cmd_links(app, args) -> int:
-    from vault_index.services.linkgraph import note_links
+    from vault_index.services.graph.linkgraph import note_links
 
     types = [t for part in (args.types or []) for t in part.split(",")]
     note = args.note

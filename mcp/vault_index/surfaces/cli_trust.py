@@ -1,7 +1,7 @@
 """`vault-index trust [VAULT] [--list | --revoke]`: let this machine run a vault's own hooks (or stop it).
 
 Granting shows every hook it trusts (path, phases, size, sha256), so the person sees what they
-agreed to run; a hook changed afterwards is untrusted again (services/hook_trust.py, ADR 0021).
+agreed to run; a hook changed afterwards is untrusted again (services/writes/hook_trust.py, ADR 0021).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 
 def cmd_trust(app, args) -> int:
-    from vault_index.services import hook_trust
-    from vault_index.services.vault import Vault
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes import hook_trust
 
     vault = Vault.open(Path(args.vault or ".").expanduser())
     if args.revoke:

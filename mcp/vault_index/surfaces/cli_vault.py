@@ -1,7 +1,7 @@
 """`vault-index read|write|append|promote|deprecate|tension|lint|provenance|dashboard|init` (and cli_edit.py's).
 
 Thin commands over the same functions the MCP tools call (the write service through the App,
-services/curation.py, services/scaffold.py). The caller is the local person (surfaces/callers.py)
+services/curation/curation.py, services/curation/scaffold.py). The caller is the local person (surfaces/callers.py)
 with the agent claim "cli". `--json` prints the MCP tools' own shape (`status`, `message`, `path`,
 `version`, `data`), documented in docs/cli.md. Every answer that is not a bug is a status with an
 exit code from `OUTCOME_EXIT`, never a traceback.
@@ -14,71 +14,16 @@ import json
 import sys
 from pathlib import Path
 
-from vault_index.errors import NotFoundError, UsageError, WriteBusyError
+from vault_index.errors import UsageError
+from vault_index.surfaces.cli_common import (
+    OUTCOME_EXIT,
+    _finish,
+    _json,
+    _note,
+    _open,
+    _read_text,
+)
 from vault_index.surfaces.cli_edit import add_parsers as add_edit_parsers
-
-# Outcome status -> exit code; the codes are the exception tree's where one exists (docs/cli.md).
-# denied and not_found share one code: a caller without read learns nothing about existence.
-STALE_EXIT = 11  # after the index codes 7-9 and WriteFailedError (10)
-LINT_FAILED_EXIT = 1
-OUTCOME_EXIT = {
-    "ok": 0, "written": 0, "unchanged": 0,
-    "invalid": UsageError.exit_code, "refused": UsageError.exit_code, "conflict": UsageError.exit_code,
-    "denied": NotFoundError.exit_code, "not_found": NotFoundError.exit_code,
-    "locked": WriteBusyError.exit_code, "stale": STALE_EXIT, "failed": LINT_FAILED_EXIT,
-}
-MAX_BODY_BYTES = 1_000_000
-
-
-def _json(data) -> str:
-    return json.dumps(data, ensure_ascii=False, default=str)
-
-
-def _open(app, args):
-    """(vault, caller) for the local person; `app` is the one main() opened."""
-    from vault_index.surfaces.callers import cli_caller
-
-    vault = app.vault(Path(args.vault).expanduser() if args.vault else None)
-    return vault, cli_caller(vault, args.role)
-
-
-def _finish(args, out: dict) -> int:
-    """Print the answer (JSON or a line for a person) and return its exit code."""
-    if args.json:
-        print(_json(out))
-    else:
-        stream = sys.stdout if out["status"] in ("ok", "written", "unchanged") else sys.stderr
-        print(f"{out['status']}: {out['message']}", file=stream)
-        if out["status"] in ("written", "unchanged") and out.get("version"):
-            print(f"version {out['version']}", file=stream)  # what --base-version of the next step takes
-        for item in (out.get("data") or {}).get("problems") or []:
-            print(f"  {item.get('field', '')}: {item.get('message', '')}", file=sys.stderr)
-        for notice in (out.get("data") or {}).get("notices") or []:
-            print(f"  note: {notice}", file=sys.stderr)
-    return OUTCOME_EXIT.get(out["status"], 1)
-
-
-def _note(args, message: str) -> None:
-    if not getattr(args, "silent", False):
-        print(message, file=sys.stderr, flush=True)
-
-
-def _read_text(value: str | None, file: str | None) -> str | None:
-    if file is not None:
-        try:
-            if file == "-":
-                raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
-            else:
-                with open(file, "rb") as handle:  # a FIFO is fine here: `--file <(command)`
-                    raw = handle.read(MAX_BODY_BYTES + 1)
-            if len(raw) > MAX_BODY_BYTES:
-                raise UsageError(f"the text is over {MAX_BODY_BYTES:,} bytes")
-            return raw.decode("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"{file} is not UTF-8 text") from exc
-    return value
 
 
 def _frontmatter_args(args) -> dict | None:
@@ -129,7 +74,7 @@ def cmd_read(app, args) -> int:
     if args.json:
         print(_json(out))
     else:
-        from vault_index.services import frontmatter
+        from vault_index.services.vault import frontmatter
 
         sys.stdout.write(frontmatter.render(view.frontmatter, view.body))
         print(f"version {view.version}" + (f", decay {view.decay['state']}" if view.decay else ""), file=sys.stderr)
@@ -139,7 +84,7 @@ def cmd_read(app, args) -> int:
 
 
 def _write(app, args, op: str, **fields) -> int:
-    from vault_index.services.write import WriteRequest
+    from vault_index.services.writes.write import WriteRequest
     from vault_index.surfaces.shapes import outcome_out
 
     vault, caller = _open(app, args)
@@ -168,7 +113,7 @@ def cmd_write(app, args) -> int:
     if args.file is not None and text is not None and text.startswith("---"):
         # Trigger: `--file note.md` of a whole note. Why: people write notes in an editor,
         # frontmatter and all. Outcome: its frontmatter joins the fields; --set wins.
-        from vault_index.services import frontmatter
+        from vault_index.services.vault import frontmatter
 
         parsed, body, problems = frontmatter.parse(text)
         fields, text = {**parsed, **(fields or {})}, body
@@ -189,7 +134,7 @@ def cmd_deprecate(app, args) -> int:
 
 
 def cmd_tension(app, args) -> int:
-    from vault_index.services import curation
+    from vault_index.services.curation import curation
     from vault_index.surfaces.shapes import outcome_out
 
     vault, caller = _open(app, args)
@@ -199,9 +144,9 @@ def cmd_tension(app, args) -> int:
 
 
 def _review(app, args, lint: bool, fail_on: str) -> dict:
-    from vault_index.services import curation
-    from vault_index.services.access import scope_for
-    from vault_index.surfaces.tools import denied_outcome
+    from vault_index.services.access.access import scope_for
+    from vault_index.services.curation import curation
+    from vault_index.surfaces.tool_context import denied_outcome
 
     vault, caller = _open(app, args)
     scope = scope_for(vault, vault.grants(caller.role))
@@ -218,7 +163,7 @@ def cmd_lint(app, args) -> int:
     if args.json or out["status"] == "denied":
         return _finish(args, out)
     if not out["data"]["curated"]:
-        from vault_index.services.curation import PLAIN_NOTICE
+        from vault_index.services.curation.curation import PLAIN_NOTICE
 
         _note(args, f"note: {PLAIN_NOTICE}")  # up front: why findings differ from a vault's
     issues = out["data"]["issues"]
@@ -264,12 +209,12 @@ def cmd_provenance(app, args) -> int:
 
 
 def cmd_init(app, args) -> int:
-    from vault_index.services.scaffold import scaffold
+    from vault_index.services.curation.scaffold import scaffold
 
     result = scaffold(Path(args.dir))
     if not args.no_index:
         # The same progress as `index` (stderr): a run waiting for another index's embedding says so.
-        from vault_index.surfaces.cli import Progress
+        from vault_index.surfaces.cli_common import Progress
 
         progress = Progress(not args.silent)
         try:

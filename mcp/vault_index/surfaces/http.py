@@ -3,7 +3,7 @@
 What the MCP SDK does here (we only assemble it): both protocol eras from one session manager
 (the handshake revisions through its stateful transport, 2026-07-28 through its single-exchange
 entry), Host/Origin checks (TransportSecuritySettings), the body limit, the bearer middleware, the
-RFC 9728 resource metadata and every OAuth endpoint (services/oauth.py is the provider).
+RFC 9728 resource metadata and every OAuth endpoint (services/access/oauth.py is the provider).
 
 What we add, because the SDK lacks it:
 - era routing keyed on the request body (`EraRouter`): the SDK picks the era from the
@@ -12,7 +12,7 @@ What we add, because the SDK lacks it:
   JSON-RPC error -32022 (unsupported protocol version) naming the versions this server speaks;
 - a per-credential rate limit and one Host/Origin check in front of every route (`Guard`);
   both layers live in surfaces/http_asgi.py;
-- the caller: a token's role (services/tokens.py) becomes the write service's Caller.
+- the caller: a token's role (services/access/tokens.py) becomes the write service's Caller.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vault_index.errors import UsageError, VaultIndexError
-from vault_index.services.oauth import OwnerOAuth, is_loopback
-from vault_index.services.tokens import TokenStore
+from vault_index.services.access.oauth import OwnerOAuth, is_loopback
+from vault_index.services.access.tokens import TokenStore
 from vault_index.surfaces.http_asgi import MCP_PATH, Era, EraRouter, Guard
 
 DEFAULT_PORT = 8765
@@ -48,7 +48,7 @@ class HttpConfig:
     burst: int = DEFAULT_BURST
     max_body: int = MAX_BODY_BYTES
     oauth: bool = True
-    credentials: Path = field(default_factory=Path)  # the token folder (services/tokens.credentials_dir)
+    credentials: Path = field(default_factory=Path)  # the token folder (services/access/tokens.credentials_dir)
 
     @property
     def base_url(self) -> str:
@@ -136,7 +136,7 @@ def http_caller_factory(vault, ctx):
     """
     from mcp.server.auth.middleware.auth_context import get_access_token
 
-    from vault_index.services.write import Caller
+    from vault_index.services.writes.write import Caller
     from vault_index.surfaces.callers import client_name
 
     token = get_access_token()

@@ -12,7 +12,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from vault_index.services.search import RERANK_NOTICE_PREFIX
+from vault_index.services.search.search import RERANK_NOTICE_PREFIX
 
 ONCE_PREFIXES = (RERANK_NOTICE_PREFIX,)
 

@@ -24,7 +24,7 @@ from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument, U
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from vault_index.engine.parse import split_frontmatter
+from vault_index.engine.parsing.parse import split_frontmatter
 
 # The prompts' argument names: the frontmatter has only a hint, and a prompt argument needs a name.
 ARGUMENT_NAMES = {"recall": "topic", "adr": "title", "learn": "what_happened", "ingest": "path", "handoff": "topic"}

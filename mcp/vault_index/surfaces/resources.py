@@ -44,7 +44,7 @@ QUIET_METHODS = frozenset({"ping", "initialize", "resources/list", "resources/re
                            "prompts/get", "resources/templates/list", "tools/list", "completion/complete"})
 
 ReadNote = Callable[..., Any]  # the get_note tool: (path, ctx, start_line, max_lines) -> NoteOut
-ScopeOf = Callable[[Any], Any]  # Context -> the caller's Scope (services/access.py)
+ScopeOf = Callable[[Any], Any]  # Context -> the caller's Scope (services/access/access.py)
 
 
 def note_uri(path: str) -> str:

@@ -36,7 +36,7 @@ def _exit_on_interrupt() -> None:
 def listen_for_edits(app: App):
     """Take edited notes from the edit hook over the index's socket (ADR 0010); None when
     another server already listens for this index or the socket cannot be made here."""
-    from vault_index.services.edit_queue import EditListener
+    from vault_index.services.writes.edit_queue import EditListener
 
     listener = EditListener(app.settings.db_path, lambda: app.reopen())
     return listener if listener.start() else None

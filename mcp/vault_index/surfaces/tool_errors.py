@@ -28,6 +28,10 @@ NEXT_STEPS = {
 GENERAL_STEP = "retry once; if it fails again, ask the person to check the server log and `vault-index status`"
 
 
+# The server's ToolContext (a tool's first argument, a helper's self): no input of the agent's
+CONTEXT_ARGS = ("tc", "self")
+
+
 def calling_tool() -> tuple[str, dict]:
     """(name, arguments) of the tool function that called our caller (the server's `call`).
 
@@ -37,6 +41,7 @@ def calling_tool() -> tuple[str, dict]:
     frame = sys._getframe(2)
     code = frame.f_code
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    names = [name for name in names if name not in CONTEXT_ARGS]
     return code.co_name, {name: frame.f_locals[name] for name in names if name in frame.f_locals}
 
 

@@ -27,16 +27,15 @@ import zlib
 from pathlib import Path
 
 from vault_index.engine import indexer
-from vault_index.engine.chunk import approximate_tokens, embed_text_for
-from vault_index.engine.models import Models
-from vault_index.engine.store import Store
-from vault_index.engine.vectors import NumpyIndex, open_vector_index
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.embedding.vectors import NumpyIndex, open_vector_index
+from vault_index.engine.parsing.chunk import approximate_tokens, embed_text_for
+from vault_index.engine.stores.store import Store
 from vault_index.errors import UsageError
-from vault_index.services.search import Searcher
+from vault_index.services.search.search import Searcher
+from vault_index.tooling.bench_corpus import COMMON, SECTIONS_PER_FILE, Vocabulary, _loadavg, make_queries, write_vault
 
 DIM = 384
-SECTIONS_PER_FILE = 5  # each "## section" is one chunk (sections stay well under the chunk size)
-FILES_PER_DIR = 500
 QUICK_SIZES, QUICK_QUERIES = (1000, 10000), 50
 DEFAULT_SIZES = "1000,10000,100000"  # `--sizes` when not given (`--postgres` has its own)
 SQLITE_VEC_QUERIES = 50  # sqlite-vec scans every vector per query: fewer queries keep the run short
@@ -45,20 +44,6 @@ REINDEX_EDITS = 5
 EMBED_SAMPLE_CHUNKS = 200
 TARGETS = {"hybrid_p95_ms_at_100k": 50.0, "index_overhead_pct": 15.0, "server_start_ratio": 1.3,
            "hybrid_floor_ratio_at_100k": 2.5}
-COMMON = """the project deploy cache database query index server client meeting decision review
-release bug fix test build pipeline config migration schema latency memory timeout retry error
-log metric alert dashboard user account token session auth permission role team sprint ticket
-design document note idea plan roadmap budget vendor contract invoice customer feedback support
-incident outage rollback hotfix branch merge commit repository docker kubernetes cluster node
-pod service endpoint api request response payload json yaml parser lexer compiler runtime python
-rust typescript frontend backend mobile android ios browser cookie storage bucket queue worker job
-scheduler cron backup restore snapshot replica shard partition vector embedding search ranking
-model training dataset evaluation benchmark prompt agent tool workflow hook plugin extension
-install upgrade dependency version package license security audit secret key certificate network
-proxy dns firewall load balancer cdn latency throughput capacity cost estimate forecast quarter
-goal objective result lesson learned retrospective postmortem owner stakeholder interview hiring
-onboarding handbook policy process checklist template weekly daily standup demo launch""".split()
-SYLLABLES = "ka ri to mo na lu ve shi ra po de ni zu ba ko li me sa tu ga".split()
 
 
 def _say(args, message: str) -> None:
@@ -110,72 +95,6 @@ def _unit_vectors(n: int, seed: int):
     matrix = np.random.default_rng(seed).standard_normal((n, DIM), dtype=np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix
-
-
-# --- synthetic vault ---------------------------------------------------------------------------
-
-
-class Vocabulary:
-    def __init__(self, rng: random.Random, n_rare: int):
-        extra = {"".join(rng.choices(SYLLABLES, k=rng.randint(2, 4))) for _ in range(3000)}
-        self.words = list(dict.fromkeys(COMMON + sorted(extra)))
-        self.weights = [1.0 / (rank + 8) for rank in range(len(self.words))]  # Zipf-like
-        self.rare = [f"{''.join(rng.choices(SYLLABLES, k=3)).capitalize()}{i}" for i in range(n_rare // 2)]
-        self.rare += [f"INC-{10000 + i * 7}" for i in range(n_rare - len(self.rare))]
-
-
-def write_vault(root: Path, chunks: int, seed: int = 7) -> dict:
-    """About `chunks` sections of ~80 words in files of SECTIONS_PER_FILE sections; returns facts."""
-    rng = random.Random(seed)
-    vocab = Vocabulary(rng, max(20, chunks // 10))
-    n_files = max(1, -(-chunks // SECTIONS_PER_FILE))
-    total_words = n_files * SECTIONS_PER_FILE * 90
-    picks = iter(rng.choices(vocab.words, cum_weights=_cumulative(vocab.weights), k=total_words))
-    rare_used: list[str] = []
-    for f in range(n_files):
-        folder = root / f"d{f // FILES_PER_DIR:03d}"
-        if f % FILES_PER_DIR == 0:
-            folder.mkdir(parents=True, exist_ok=True)
-        title = f"{next(picks).capitalize()} {next(picks)} note {f}"
-        parts = [f"---\ntags: [{next(picks)}, bench]\nstatus: {'deprecated' if f % 50 == 0 else 'canonical'}\n---\n",
-                 f"# {title}\n"]
-        for s in range(SECTIONS_PER_FILE):
-            words = [next(picks) for _ in range(rng.randint(60, 90))]
-            if rng.random() < 0.4:
-                name = rng.choice(vocab.rare)
-                words.insert(rng.randrange(len(words)), name)
-                rare_used.append(name)
-            cut = len(words) // 2
-            parts.append(f"## {words[0].capitalize()} {words[1]} {s}\n\n"
-                         f"{' '.join(words[:cut])}.\n\n{' '.join(words[cut:])}.\n")
-        (folder / f"n{f:06d}.md").write_text("\n".join(parts), encoding="utf-8")
-    return {"files": n_files, "vocab": vocab, "rare_used": rare_used}
-
-
-def _cumulative(weights: list[float]) -> list[float]:
-    total, out = 0.0, []
-    for w in weights:
-        total += w
-        out.append(total)
-    return out
-
-
-def make_queries(facts: dict, n: int, seed: int = 11) -> list[str]:
-    """A mix: paraphrase-like common words, rare name or id plus context, and questions."""
-    rng = random.Random(seed)
-    vocab = facts["vocab"]
-    mid = vocab.words[20:600]
-    rare = facts["rare_used"] or vocab.rare
-    queries = []
-    for i in range(n):
-        kind = i % 3
-        if kind == 0:
-            queries.append(" ".join(rng.sample(mid, 3)))
-        elif kind == 1:
-            queries.append(f"{rng.choice(rare)} {rng.choice(mid)}")
-        else:
-            queries.append(f"how did we handle the {rng.choice(mid)} {rng.choice(mid)} problem")
-    return queries
 
 
 # --- one size ----------------------------------------------------------------------------------
@@ -283,9 +202,9 @@ def _floor(store: Store, searcher: Searcher, fake: RandomEmbedder, queries: list
     CANDIDATES_PER_SIDE) plus one FTS5 bm25 query with the match string the pipeline builds (built
     before the clock starts). Hybrid p95 over this floor's p95 is the pipeline's own overhead,
     robust to how fast or busy the machine is."""
-    from vault_index.services import fusion
-    from vault_index.services.query import query_terms
-    from vault_index.services.search import keyword_match
+    from vault_index.services.search import fusion
+    from vault_index.services.search.query import query_terms
+    from vault_index.services.search.search import keyword_match
 
     index = searcher.vector_index()
     prepared = []
@@ -510,14 +429,6 @@ def _render_million_hybrid(h: dict) -> str:
     from vault_index.tooling import bench_million
 
     return bench_million.render_hybrid(h)
-
-
-def _loadavg() -> list[float] | None:
-    """1, 5 and 15 minute load averages: other work on the machine skews every number here."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
 
 def _guard(fn, *args, default=None, size=None):

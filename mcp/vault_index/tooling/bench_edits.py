@@ -35,9 +35,9 @@ def bench_edits(args, workdir: Path, pct) -> dict:
 
     from vault_index.config import Settings
     from vault_index.engine import indexer
-    from vault_index.engine.models import Models
-    from vault_index.engine.store import Store
-    from vault_index.services.edit_queue import socket_path
+    from vault_index.engine.embedding.models import Models
+    from vault_index.engine.stores.store import Store
+    from vault_index.services.writes.edit_queue import socket_path
     from vault_index.tooling.bench_hooks import SCRIPTS, edit_payload
 
     if not (SCRIPTS / "reindex_hook.py").is_file():

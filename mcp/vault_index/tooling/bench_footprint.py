@@ -27,7 +27,7 @@ from pathlib import Path
 
 LONG_NOTES, LONG_NOTES_QUICK = 2000, 300
 # legacy: before issue 13; adr0010: ADR 0010's shape (every run dequantized the int8 weights
-# again); adr0016: weights prepared once (engine/onnx_prep.py), runs of 2,048 padded tokens;
+# again); adr0016: weights prepared once (engine/embedding/onnx_prep.py), runs of 2,048 padded tokens;
 # new: today's (runs of 1,024 padded tokens, ADR 0010 third round).
 SHAPES = ("legacy", "adr0010", "adr0016", "new")
 SORT_SAMPLE_TEXTS = 256
@@ -58,7 +58,7 @@ def _peak_mb() -> float:
 def write_long_notes(root: Path, notes: int, seed: int = 13) -> None:
     """Chat-log-like notes: a title and one long turn of 40-230 words (up to the model's 256-token
     window), so chunks vary widely in length and many fill the window."""
-    from vault_index.tooling.bench import COMMON, Vocabulary
+    from vault_index.tooling.bench_corpus import COMMON, Vocabulary
 
     rng = random.Random(seed)
     vocab = Vocabulary(rng, 100)
@@ -105,8 +105,8 @@ def child_index(vault: str, db: str, shape_name: str, limit: int) -> dict:
     """Index `vault` (its first `limit` notes when > 0) with the shipped model in this process."""
     from vault_index.config import Settings
     from vault_index.engine import indexer
-    from vault_index.engine.models import ADR0010_SHAPE, ADR0016_SHAPE, LEGACY_SHAPE, EmbedShape, Models
-    from vault_index.engine.store import Store
+    from vault_index.engine.embedding.models import ADR0010_SHAPE, ADR0016_SHAPE, LEGACY_SHAPE, EmbedShape, Models
+    from vault_index.engine.stores.store import Store
 
     source = Path(vault)
     if limit > 0:  # a subset: link the first `limit` notes into a folder of their own
@@ -138,9 +138,9 @@ def child_sorting(vault: str) -> dict:
     import numpy as np
 
     from vault_index.config import Settings
-    from vault_index.engine.chunk import chunk_note, embed_text_for
-    from vault_index.engine.models import EmbedShape, Models
-    from vault_index.engine.parse import parse_note
+    from vault_index.engine.embedding.models import EmbedShape, Models
+    from vault_index.engine.parsing.chunk import chunk_note, embed_text_for
+    from vault_index.engine.parsing.parse import parse_note
 
     cache = Settings.from_env().model_cache
     sorted_embedder = Models("shipped:minilm", "none", cache, rerank=False).embedder()
@@ -183,10 +183,10 @@ def child_shape(vault: str, shape_json: str, limit: int) -> dict:
     import ctypes
 
     from vault_index.config import Settings
-    from vault_index.engine.chunk import chunk_note, embed_text_for
+    from vault_index.engine.embedding.models import EmbedShape, Models
     from vault_index.engine.indexer import EMBED_COMMIT_BATCH
-    from vault_index.engine.models import EmbedShape, Models
-    from vault_index.engine.parse import parse_note
+    from vault_index.engine.parsing.chunk import chunk_note, embed_text_for
+    from vault_index.engine.parsing.parse import parse_note
 
     wanted = json.loads(shape_json)
     libc = ctypes.CDLL("libc.so.6") if {"malloc_arena_max", "mmap_threshold", "malloc_trim"} & set(wanted) else None
@@ -228,7 +228,7 @@ class Float32Index:
     def __init__(self, store, model: str):
         import numpy as np
 
-        from vault_index.engine.vectors import ChunkVectors
+        from vault_index.engine.embedding.vectors import ChunkVectors
 
         self.store, self.model = store, model
         blobs = store.vectors_by_hash(model)
@@ -271,9 +271,9 @@ class _RealQueries:
 def child_serve(db: str, fingerprint: str, kind: str, queries_json: str) -> dict:
     """What a server holds at this size: the real model, the store and the vector index, searched."""
     from vault_index.config import Settings
-    from vault_index.engine.models import ADR0010_SHAPE, EmbedShape, Models
-    from vault_index.engine.store import Store
-    from vault_index.services.search import Searcher
+    from vault_index.engine.embedding.models import ADR0010_SHAPE, EmbedShape, Models
+    from vault_index.engine.stores.store import Store
+    from vault_index.services.search.search import Searcher
 
     shape = ADR0010_SHAPE if kind.endswith("-adr0010") else EmbedShape()
     real = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False,

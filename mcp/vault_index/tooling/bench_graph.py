@@ -11,7 +11,7 @@ OBSERVATIONS_PER_ENTITY = 4
 
 
 def bench_graph(workdir: Path, entities: int = ENTITIES) -> dict:
-    from vault_index.services import graph
+    from vault_index.services.graph import graph
 
     folder = workdir / "graph"
     folder.mkdir(parents=True, exist_ok=True)

@@ -76,8 +76,8 @@ def edit_payload(root: Path, path: Path, old: str, new: str) -> str:
 
 def _reindex_hook(workdir: Path, runs: int, pct, write_vault) -> dict:
     from vault_index.engine import indexer
-    from vault_index.engine.models import Models
-    from vault_index.engine.store import Store
+    from vault_index.engine.embedding.models import Models
+    from vault_index.engine.stores.store import Store
 
     root, db = workdir / "hook-vault", workdir / "hook-index.db"
     write_vault(root, VAULT_CHUNKS, seed=5)
@@ -118,8 +118,8 @@ def _with_model(workdir: Path, pct) -> dict:
     """The hook when vectors are live: it loads the shipped MiniLM to embed the changed chunk."""
     from vault_index.config import Settings
     from vault_index.engine import indexer
-    from vault_index.engine.models import Models
-    from vault_index.engine.store import Store
+    from vault_index.engine.embedding.models import Models
+    from vault_index.engine.stores.store import Store
 
     models = Models("shipped:minilm", "none", Settings.from_env().model_cache, rerank=False)
     embedder = models.embedder()

@@ -7,7 +7,7 @@ and WRITES `note_write` creates (each of its own note, spread through the run). 
 - errors: any tool error, transport error or write that was not `written`;
 - lost writes: notes the server said it wrote that are not on disk with their text;
 - latency: search p50/p95 under load (per era), one HTTP client alone, and the stdio server with
-  one client on the same index in the same run (the figure the README puts beside it).
+  one client on the same index in the same run (the figure docs/bench.md puts beside it).
 It reports; it never fails on speed. Search mode defaults to keyword with no embedding model, so
 the figure is the transport and the index, not the model (`--search-mode`/VAULT_EMBED_MODEL change it).
 """
@@ -202,7 +202,7 @@ def bench_http(clients: int = DEFAULT_CLIENTS, searches: int = DEFAULT_SEARCHES,
     """Run the load; {"meta", "latency", "errors", "lost_writes", "seconds"}."""
     import anyio
 
-    from vault_index.services.tokens import TokenStore, credentials_dir
+    from vault_index.services.access.tokens import TokenStore, credentials_dir
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vault-index-bench-http-"))
     embed_model = embed_model or os.environ.get("VAULT_BENCH_EMBED_MODEL") or "none"

@@ -55,12 +55,12 @@ def write_vault(root: Path, notes: int = NOTES, seed: int = 5) -> int:
 
 def bench_links(workdir: Path, notes: int = NOTES, pct=None) -> dict:
     from vault_index.config import Settings
-    from vault_index.engine.models import Models
-    from vault_index.services import curation
-    from vault_index.services.access import scope_for
+    from vault_index.engine.embedding.models import Models
+    from vault_index.services.access.access import scope_for
     from vault_index.services.app import App
-    from vault_index.services.vault import Vault
-    from vault_index.services.write import Caller, WriteService
+    from vault_index.services.curation import curation
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes.write import Caller, WriteService
 
     root = workdir / "links-vault"
     links = write_vault(root, notes)

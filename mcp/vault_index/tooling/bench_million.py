@@ -4,7 +4,7 @@ Synthetic, as the rest of the bench: 1,000,000 unit vectors of 384 dimensions dr
 topic centres (real embeddings cluster by topic; uniform random vectors have no neighbours worth
 the name and defeat every approximate index), and 100 queries near stored vectors. Reported:
 - today's float32 numpy product (the path before issue 13) and the float16 exact scan;
-- the IVF index (engine/ann.IvfIndex): build time, the memory it adds, search p50/p95, and
+- the IVF index (engine/embedding/ann.IvfIndex): build time, the memory it adds, search p50/p95, and
   recall@10 against the float32 brute force;
 - the vector side of hybrid search at this size is the kNN plus re-scoring.
 Hybrid search end to end on a bulk-filled index of a million chunks is `child_hybrid`, in a
@@ -73,7 +73,7 @@ def _rescored(matrix, ids, query) -> list[int]:
 def bench_million(args, n: int = N_VECTORS) -> dict:
     import numpy as np
 
-    from vault_index.engine import ann
+    from vault_index.engine.embedding import ann
 
     t0 = time.perf_counter()
     matrix, queries = clustered(n)
@@ -131,7 +131,7 @@ FILL_FILES_PER_BLOCK = 2_000  # files written per transaction (10,000 chunks): b
 CHUNKS_PER_FILE = 5
 HYBRID_TIMEOUT_S = 3600
 # Long questions (5-10 words of a chunk): an OR of several terms near the 1% line, where the
-# keyword side's posting budget (services/search.KEYWORD_POSTING_BUDGET) engages at 1M.
+# keyword side's posting budget (services/search/search.KEYWORD_POSTING_BUDGET) engages at 1M.
 LONG_WORDS = (5, 10)
 LONG_SEED = 11
 BRUTE_BLOCK_ROWS = 16_384  # float16 rows turned float32 at a time for the brute force
@@ -168,7 +168,7 @@ def fill_store(store, n_chunks: int, n_queries: int, seed: int = 1) -> dict:
     """
     import numpy as np
 
-    from vault_index.tooling.bench import COMMON, SYLLABLES
+    from vault_index.tooling.bench_corpus import COMMON, SYLLABLES
 
     rng = np.random.default_rng(seed)
     syllables = np.array(SYLLABLES)
@@ -240,7 +240,7 @@ def long_questions(store, n: int, seed: int = LONG_SEED) -> dict:
     they were."""
     import numpy as np
 
-    from vault_index.tooling.bench import COMMON
+    from vault_index.tooling.bench_corpus import COMMON
 
     rng = np.random.default_rng(seed)
     total = store.chunk_count()
@@ -261,13 +261,13 @@ class _UnboundedKeyword:
     """Within it, the keyword side runs without its posting budget (the pipeline before it)."""
 
     def __enter__(self):
-        from vault_index.services import search
+        from vault_index.services.search import search
 
         self._budget, search.posting_budget = search.posting_budget, lambda total: None
         return self
 
     def __exit__(self, *exc):
-        from vault_index.services import search
+        from vault_index.services.search import search
 
         search.posting_budget = self._budget
 
@@ -309,7 +309,7 @@ def _brute_top(matrix, ids, queries, k: int = 10) -> list[set[int]]:
 
 
 def _ann():
-    from vault_index.engine import ann
+    from vault_index.engine.embedding import ann
 
     return ann
 
@@ -319,10 +319,10 @@ def child_hybrid(n_chunks: int, workdir: str, ann_min_vectors: int | None = None
     """Build the synthetic index, then time the real Searcher.search (hybrid) on it.
 
     `ann_min_vectors` lowers the size from which the IVF index serves (tests, at a small size)."""
-    from vault_index.engine.models import Models
-    from vault_index.engine.store import Store
-    from vault_index.services import fusion
-    from vault_index.services.search import Searcher
+    from vault_index.engine.embedding.models import Models
+    from vault_index.engine.stores.store import Store
+    from vault_index.services.search import fusion
+    from vault_index.services.search.search import Searcher
     from vault_index.tooling.bench_footprint import _peak_mb
 
     db_path = Path(workdir) / f"million-{n_chunks}.db"
@@ -385,7 +385,7 @@ def bench_hybrid(args, workdir: Path, n_chunks: int = HYBRID_CHUNKS) -> dict:
     import subprocess
     import sys
 
-    from vault_index.tooling.bench import _loadavg
+    from vault_index.tooling.bench_corpus import _loadavg
 
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -7,13 +7,13 @@ store's schema) and its questions (three words of a picked chunk, with a query v
 chunk's). Clustered vectors, as real embeddings are: the earlier runs used uniform random unit
 vectors, the worst case for any graph index (HNSW recall@10 0.37 at 100k), which said nothing of
 real vaults. The SQLite index is then copied into a database of its own on the server by
-`migrate`'s copy (engine/migrate_store: COPY, the tsvector and GIN index built on the way), and
+`migrate`'s copy (engine/stores/migrate_store: COPY, the tsvector and GIN index built on the way), and
 the HNSW index built as `checkpoint()` builds it. Reported:
 
 - build: SQLite's bulk fill (rows + FTS5, vectors); PostgreSQL's bulk load and HNSW build, apart;
 - size: the SQLite file; the PostgreSQL database before and after HNSW, and the index alone;
 - raw kNN (top 50, what the fusion asks each side for): SQLite's in-memory index (exact below
-  300k vectors, IVF above: engine/ann.py), pgvector exact and pgvector HNSW, p50/p95; recall@10
+  300k vectors, IVF above: engine/embedding/ann.py), pgvector exact and pgvector HNSW, p50/p95; recall@10
   of SQLite's index and of HNSW against pgvector exact on the same queries;
 - hybrid search through `Searcher.search` (the one pipeline): SQLite, PostgreSQL exact (before the
   index), PostgreSQL with HNSW.
@@ -33,11 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from vault_index.engine.models import Models
-from vault_index.engine.store import Store
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.stores.store import Store
 from vault_index.errors import UsageError
-from vault_index.services.search import Searcher
-from vault_index.tooling.bench import _guard, _loadavg, _pct, _rss_mb, _say
+from vault_index.services.search.search import Searcher
+from vault_index.tooling.bench import _guard, _pct, _rss_mb, _say
+from vault_index.tooling.bench_corpus import _loadavg
 from vault_index.tooling.bench_million import _QueryVectors, fill_store
 
 DEFAULT_SIZES = (100_000, 1_000_000)
@@ -49,7 +50,7 @@ NO_HNSW = 2**62  # hnsw_min_vectors of the loading store: the build is timed on 
 
 
 def run_pg_bench(args) -> int:
-    from vault_index.engine.store_contract import is_postgres_url, redact
+    from vault_index.engine.stores.urls import is_postgres_url, redact
 
     url = args.postgres
     if not is_postgres_url(url):
@@ -80,8 +81,9 @@ def run_pg_bench(args) -> int:
 
 
 def bench_pg_size(args, size: int, n_queries: int, workdir: Path, url: str) -> dict:
-    from vault_index.engine.migrate_store import copy_index
-    from vault_index.engine.pg_store import PgStore, drop_database, ensure_database
+    from vault_index.engine.stores.migrate_store import copy_index
+    from vault_index.engine.stores.pg_schema import drop_database, ensure_database
+    from vault_index.engine.stores.pg_store import PgStore
 
     out: dict = {"size": size, "loadavg": _loadavg()}
     db_path = workdir / f"index-{size}.db"

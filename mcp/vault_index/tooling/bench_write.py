@@ -126,7 +126,7 @@ def bench_write(writes: int = DEFAULT_WRITES, workdir: Path | None = None) -> di
 
     from vault_index.config import Settings
     from vault_index.services.app import App
-    from vault_index.services.scaffold import scaffold
+    from vault_index.services.curation.scaffold import scaffold
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vault-index-bench-write-"))
     vault = workdir / "vault"

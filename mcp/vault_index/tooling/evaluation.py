@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vault_index.errors import UsageError
-from vault_index.services import fusion
-from vault_index.services.search import MODES
+from vault_index.services.search import fusion
+from vault_index.services.search.search import MODES
 
 EVAL_DEPTH = 10
 REGRESSION_TOLERANCE = 0.03  # CI fails when a hybrid metric drops more than this below baseline
@@ -64,7 +64,7 @@ def broken_labels(path: Path, root: Path) -> tuple[int, list[str]]:
 
     A golden set whose answers moved scores every mode as wrong; the invariants run this so the
     drift shows up at session start rather than as a mysterious eval drop."""
-    from vault_index.engine.parse import parse_note
+    from vault_index.engine.parsing.parse import parse_note
 
     try:
         questions = load_golden(path, root)
@@ -179,7 +179,7 @@ def eval_app(vault: Path, db_path: Path | None = None, store_url: str | None = N
     SQLite: the file `db_path` (default VAULT_EVAL_DB, else eval/eval.db beside the model cache).
     PostgreSQL (`store_url`, `eval --store`): the database `database` on that server, created if
     missing; when it is empty and the SQLite file exists, it is first filled from it by
-    engine/migrate_store (vectors included: nothing is re-embedded), then synced as usual.
+    engine/stores/migrate_store (vectors included: nothing is re-embedded), then synced as usual.
 
     Trigger: the eval removes every source but the vault from its index. Why: with
     VAULT_INDEX_URL set, an App on the settings' URL was the person's real (team) index, and the
@@ -194,7 +194,7 @@ def eval_app(vault: Path, db_path: Path | None = None, store_url: str | None = N
         db_path = Path(os.environ.get("VAULT_EVAL_DB") or settings.model_cache.parent / "eval" / "eval.db")
     url = None
     if store_url:
-        from vault_index.engine.pg_store import ensure_database
+        from vault_index.engine.stores.pg_schema import ensure_database
 
         url = ensure_database(store_url, database)
     app = App.open(replace(settings, db_path=Path(db_path), index_url=url))
@@ -212,8 +212,8 @@ def eval_app(vault: Path, db_path: Path | None = None, store_url: str | None = N
 
 def seed_from_sqlite(target, db_path: Path) -> None:
     """Fill the empty PostgreSQL eval index `target` from the SQLite eval index at `db_path`."""
-    from vault_index.engine.migrate_store import copy_index
-    from vault_index.engine.store import Store
+    from vault_index.engine.stores.migrate_store import copy_index
+    from vault_index.engine.stores.store import Store
 
     source = Store(db_path)
     try:

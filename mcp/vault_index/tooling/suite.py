@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vault_index.errors import UsageError
-from vault_index.services import fusion
+from vault_index.services.search import fusion
 from vault_index.tooling.evaluation import (
     METRICS,
     REGRESSION_TOLERANCE,

@@ -1,0 +1,1 @@
+"""Embedding models, ONNX preparation, the vector table and the ANN index."""

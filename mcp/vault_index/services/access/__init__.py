@@ -1,0 +1,1 @@
+"""Who may read what: access grants, workspace boundaries, bearer tokens and OAuth."""

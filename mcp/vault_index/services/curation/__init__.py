@@ -1,0 +1,1 @@
+"""Curated-vault work above the write path: lint, review, lessons, ADRs, scaffolding."""

@@ -1,0 +1,1 @@
+"""The link graph: neighbours, rules and the graph tools' data."""

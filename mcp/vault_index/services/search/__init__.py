@@ -1,0 +1,1 @@
+"""The search pipeline: query parsing, date filters and rank fusion."""

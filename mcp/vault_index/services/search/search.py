@@ -1,0 +1,412 @@
+"""The one search pipeline. The CLI, the MCP server and the eval all call `Searcher.search`.
+
+Stages, in order:
+1. keyword: stopword-free, quoted FTS5 query, bm25, CANDIDATES_PER_SIDE deep;
+2. vector: the query embedded, kNN over chunk vectors, as deep;
+3. fusion: cosine, plus the query's similarity to the chunk's whole note, plus an IDF-weighted
+   term-coverage bonus and the chunk's bm25 relative to the query's best, both scaled by how much
+   of the query the best keyword hit holds and by how much of it the index holds at all
+   (fusion.coverage_fusion);
+4. rerank: a cross-encoder reorders the fused top RERANK_TOP (hybrid+rerank only);
+4b. daily notes: a question naming an exact date puts that day's note first (services/search/dates.py);
+5. curation: deprecated notes demoted; then hits with heading path, lines and a snippet.
+A stage that cannot run (no embedding model, no reranker) is skipped and the result says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from vault_index.engine.embedding.models import Models
+from vault_index.engine.embedding.vectors import open_vector_index
+from vault_index.engine.parsing.chunk import embed_text_for
+from vault_index.engine.stores.store_contract import IndexStore
+from vault_index.errors import UsageError
+from vault_index.services.search import dates, fusion
+from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
+from vault_index.types import Candidate, Hit, SearchResult
+
+MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
+DEFAULT_MODE = "hybrid+rerank"
+MAX_LIMIT = 100
+SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
+# A term in this many chunks (or 1% of them, if more) is common: its count stops there (bounded
+# cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
+DF_COUNT_CAP = 1000
+# Trigger: from 100 x DF_COUNT_CAP chunks on, the 1% line decides what is common, so a "specific"
+# term may be in up to 1% of the chunks (9,999 at 1M): the chunk counts of a long question's
+# specific terms added up to 15,000 at the median and 35,000 at worst (1M bench, questions of
+# 5-10 words), and FTS5's bm25 scores every match of the OR at about 1.7 us: 24 ms median, 59 ms
+# worst, growing with the index. Why: the keyword side's cost should stay bounded at any size.
+# Outcome: at or above BOUNDED_KEYWORD_MIN_CHUNKS the OR keeps its rarest terms up to
+# KEYWORD_POSTING_BUDGET matches (query.within_budget). Below it nothing changes: the eval's
+# corpora (300-1,100 chunks) and every index under 100k chunks get the same query as before.
+# Questions whose terms are all common still AND them unbounded (ADR 0014, fourth round).
+BOUNDED_KEYWORD_MIN_CHUNKS = 100 * DF_COUNT_CAP
+# Chosen on the 1M bench: at 20,000 none of 400 three-word questions changed its keyword top 50
+# (at 10,000, 72 of them did, agreement 0.89; at 5,000, 0.69) and an OR costs at most about 35 ms;
+# the 1M regime replayed on the eval corpora with the budget at the same 2 % of each moved file
+# NDCG@5 by at most 0.0002 (ADR 0014, fourth round).
+KEYWORD_POSTING_BUDGET = 20_000
+FILTERED_KEYWORD_DEPTH = 2000  # with filters, keyword hits are read this deep, then filtered
+RERANK_NOTICE_PREFIX = "rerank off"  # surfaces that say a notice once per machine recognise it by this
+
+
+@dataclass(frozen=True)
+class Filters:
+    path_prefix: str | None = None
+    tags: tuple[str, ...] = ()
+    status: str | None = None
+    collection: str | None = None  # the frontmatter `collection` of the curated write path
+    # The caller's read grants (services/access/access.py), applied BEFORE the limit so that a note the
+    # caller may not read never takes a slot: `granted_prefixes` narrows the candidates of every
+    # stage (None: no restriction; (): nothing), `path_allowed` re-checks each final hit's path.
+    granted_prefixes: tuple[str, ...] | None = None
+    path_allowed: Callable[[str], bool] | None = field(default=None, compare=False)
+    # The workspace's visible source roots (services/workspace.py), set by the App when some
+    # source is not visible here; None: every source is.
+    scope_roots: tuple[str, ...] | None = None
+    # The exact rule for each hit (services/workspace.path_rule): a hidden source nested in a
+    # visible root (a project's docs in a personal folder) is still hidden.
+    scope_allowed: Callable[[str], bool] | None = field(default=None, compare=False)
+
+    def active(self) -> bool:
+        return bool(self.path_prefix or self.tags or self.status or self.collection)
+
+
+@dataclass
+class _Trace:
+    keyword: dict[int, Candidate] = field(default_factory=dict)
+    vector: dict[int, Candidate] = field(default_factory=dict)
+    fused: dict[int, float] = field(default_factory=dict)
+    reranked: dict[int, float] = field(default_factory=dict)
+    coverage: dict[int, float] = field(default_factory=dict)
+    note: dict[int, float] = field(default_factory=dict)
+    strength: dict[int, float] = field(default_factory=dict)
+    confidence: float = 0.0  # fusion.keyword_confidence of the query
+    share: float = 1.0  # fusion.matched_share of the query
+    dated: set[int] = field(default_factory=set)  # promoted by the daily-note rule
+
+
+@dataclass(frozen=True)
+class _DocCounts:
+    total: int  # chunks in the index
+    common_at: int  # a term in this many chunks or more is common (and counted no further)
+    per_term: list[int]
+
+
+class Searcher:
+    """Holds the store, the lazily loaded models and the in-memory vector index."""
+
+    def __init__(self, store: IndexStore, models: Models, vector_backend: str = "auto"):
+        self.store, self.models, self.vector_backend = store, models, vector_backend
+        self._vector_index = None
+        self._rerank_said = False  # the reranker's absence is said once per process, not per search
+
+    def vector_index(self):
+        embedder = self.models.embedder()
+        if embedder is None:
+            return None
+        if self._vector_index is None or self._vector_index.model != embedder.fingerprint:
+            self._vector_index = open_vector_index(self.store, embedder.fingerprint, self.vector_backend)
+        return self._vector_index
+
+    def search(
+        self,
+        query: str,
+        mode: str = DEFAULT_MODE,
+        limit: int = 10,
+        filters: Filters | None = None,
+        explain: bool = False,
+        per_note: bool = False,
+    ) -> SearchResult:
+        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches."""
+        if mode not in MODES:
+            raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise UsageError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        query = (query or "").strip()
+        if not query:
+            raise UsageError("the query is empty; say what to look for")
+        notices: list[str] = []
+        if len(query) > MAX_QUERY_CHARS:
+            notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
+            query = query[:MAX_QUERY_CHARS]
+        filters = filters or Filters()
+        allowed = None
+        if filters.active():
+            allowed = self.store.chunk_ids_matching(
+                filters.path_prefix, filters.tags, filters.status, filters.collection
+            )
+        if filters.granted_prefixes is not None:
+            granted: set[int] = set()
+            for prefix in filters.granted_prefixes:
+                granted |= self.store.chunk_ids_matching(prefix, (), None, None)
+            allowed = granted if allowed is None else allowed & granted
+        if filters.scope_roots is not None:
+            seen: set[int] = set()
+            for root in filters.scope_roots:
+                seen |= self.store.chunk_ids_matching(root, (), None, None)
+            allowed = seen if allowed is None else allowed & seen
+        trace = _Trace()
+        rows: dict = {}  # chunk id -> row, read once per search
+        terms = query_terms(query)
+        vector_used = reranked = False
+
+        if mode == "grep":
+            order = self._grep(terms, allowed)
+        else:
+            counts = self._doc_counts(terms) if mode != "vector" else None
+            keyword = self._keyword(terms, counts, allowed) if counts else []
+            vector: list[Candidate] = []
+            query_vector = None
+            if mode != "keyword":
+                vector, query_vector = self._vector(query, mode, allowed, notices)
+                vector_used = query_vector is not None
+            trace.keyword = {c.chunk_id: c for c in keyword}
+            trace.vector = {c.chunk_id: c for c in vector}
+            if mode == "keyword" or not vector_used:
+                order = [(c.chunk_id, c.score) for c in keyword]
+            elif mode == "vector":
+                order = [(c.chunk_id, c.score) for c in vector]
+            else:
+                rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
+                trace.coverage = self._coverages(terms, counts, rows)
+                trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
+                trace.strength = fusion.keyword_strength(keyword)
+                trace.share = fusion.matched_share(counts.per_term, counts.total) if counts else 1.0
+                trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
+                order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note, share=trace.share)
+                trace.fused = dict(order)
+                if mode == "hybrid+rerank":
+                    order, reranked = self._rerank(query, order, rows, notices)
+                    if reranked:
+                        trace.reranked = dict(order[: fusion.RERANK_TOP])
+
+        rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
+        if mode != "grep":
+            order = self._daily_notes_first(query, order, rows, trace, allowed)
+        if filters.path_allowed is not None:
+            # Trigger: SQLite LIKE ignores ASCII letter case, so a prefix alone could let
+            # `Private/` through for a grant on `private`. Why: the exact path rule lives in
+            # one predicate. Outcome: every candidate is re-checked before the limit.
+            order = [(cid, score) for cid, score in order if cid in rows and filters.path_allowed(rows[cid].path)]
+        if filters.scope_roots is not None:  # exact, where LIKE ignored letter case
+            order = [(cid, score) for cid, score in order
+                     if cid in rows and under_any(rows[cid].path, filters.scope_roots)
+                     and (filters.scope_allowed is None or filters.scope_allowed(rows[cid].path))]
+        order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})
+        more: dict[int, int] = {}
+        if per_note:
+            order, more = best_per_note(order, rows)
+        order = order[:limit]
+        shown = trace if explain else None
+        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=more.get(cid, 0))
+                     for cid, score in order if cid in rows)
+        return SearchResult(query, mode_run(mode, vector_used, reranked), vector_used, reranked, hits, tuple(notices))
+
+    # --- stages -----------------------------------------------------------------------------
+
+    def _doc_counts(self, terms: list[str]) -> _DocCounts | None:
+        """How many chunks hold each term, counted no further than the common-term threshold."""
+        if not terms:
+            return None
+        total = self.store.chunk_count()
+        common_at = max(DF_COUNT_CAP, total // 100)
+        return _DocCounts(total, common_at, [self.store.term_doc_count(quote(t), common_at) for t in terms])
+
+    def _keyword(self, terms: list[str], counts: _DocCounts, allowed: set[int] | None) -> list[Candidate]:
+        match = keyword_match(terms, counts)
+        if not match:
+            return []
+        depth = FILTERED_KEYWORD_DEPTH if allowed is not None else fusion.CANDIDATES_PER_SIDE
+        pairs = self.store.keyword(match, depth)
+        if allowed is not None:
+            pairs = [p for p in pairs if p[0] in allowed][: fusion.CANDIDATES_PER_SIDE]
+        return fusion.ranked(pairs)
+
+    def _vector(
+        self, query: str, mode: str, allowed: set[int] | None, notices: list[str]
+    ):
+        """(candidates, query vector); the vector is None when no embedding model loads."""
+        index = self.vector_index()
+        if index is None:
+            fallback = "no results in vector mode" if mode == "vector" else "keyword results only"
+            notices.append(f"vector search off: {self.models.embed_error}; {fallback}")
+            return [], None
+        embedder = self.models.embedder()
+        vector = embedder.embed_query(query)
+        found = index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)
+        if not found and allowed is None and self.store.chunk_count():
+            notices.append(
+                f"no vectors for {embedder.fingerprint} yet (the index was built with another model "
+                "or without one); run `vault-index index` to embed"
+            )
+        return fusion.ranked(found), vector
+
+    def _coverages(self, terms: list[str], counts: _DocCounts | None, rows: dict) -> dict[int, float]:
+        """Each candidate's IDF-weighted share of the query terms (word-start match, any case)."""
+        if not counts:
+            return {}
+        weights = [fusion.idf(df, counts.total) for df in counts.per_term]
+        # One pass per chunk: longest terms first, so a term that prefixes another still counts
+        # when the longer one is what matched ("sensor" in "sensors").
+        alternation = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+        pattern = re.compile(r"(?<!\w)(" + alternation + ")", re.IGNORECASE)
+        result = {}
+        for cid, row in rows.items():
+            found = {m.lower() for m in pattern.findall(f"{row.title}\n{row.heading}\n{row.text}")}
+            present = [any(f.startswith(t) for f in found) for t in terms]
+            result[cid] = fusion.coverage(present, weights)
+        return result
+
+    def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):
+        reranker = self.models.reranker()
+        if reranker is None:
+            # Trigger: a reranker that cannot load (no hub) or is turned off.
+            # Why: the same line on every search is noise, and VAULT_RERANK=0 is a choice, not news.
+            # Outcome: said once per process when it could not load; never when turned off; the
+            # result's mode says "hybrid" and `reranked` false every time.
+            if not self._rerank_said and not _turned_off(self.models.rerank_error):
+                notices.append(f"{RERANK_NOTICE_PREFIX}: {self.models.rerank_error}; fusion order")
+            self._rerank_said = True
+            return fused, False
+        head = [cid for cid, _ in fused[: fusion.RERANK_TOP]]
+        documents = [embed_text_for(rows[c].title, rows[c].heading, rows[c].text) for c in head]
+        scores = reranker.score(query, documents) if documents else []
+        return fusion.rerank_order(fused, scores), True
+
+    def _daily_notes_first(self, query: str, order: list[tuple[int, float]], rows: dict, trace: _Trace,
+                           allowed: set[int] | None):
+        """Stage 4b (services/search/dates.py): a question naming an exact date puts that day's note first.
+
+        The day's note joins the candidates even when no stage found it: a daily note's text
+        rarely holds its own date (the date is its file name), so keyword search misses it.
+        """
+        wanted = dates.query_dates(query)
+        if not wanted:
+            return order
+        known = {cid for cid, _ in order}
+        extra: set[int] = set()
+        for day in sorted(wanted)[: dates.MAX_QUERY_DATES]:
+            for cid, path, fm_date in self.store.chunks_of_day(day.isoformat(), dates.MAX_DAY_CHUNKS):
+                if cid not in known and (allowed is None or cid in allowed) and dates.note_date(path, fm_date) == day:
+                    order.append((cid, 0.0))
+                    known.add(cid)
+                    extra.add(cid)
+        rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
+        by_path: dict[str, object] = {}
+        for cid, _ in order:
+            path = rows[cid].path if cid in rows else None
+            if path is not None and path not in by_path:
+                frontmatter = (self.store.file_record(path) or {}).get("frontmatter") or {}
+                by_path[path] = dates.note_date(path, frontmatter.get("date"))
+        dated = {cid: (rows[cid].path, by_path[rows[cid].path]) for cid, _ in order if cid in rows}
+        order, trace.dated = dates.promote_dated(order, dated, wanted)
+        # A chunk no stage found stays out unless the rule put it at the head.
+        return [(cid, score) for cid, score in order if cid not in extra or cid in trace.dated]
+
+    def _grep(self, terms: list[str], allowed: set[int] | None) -> list[tuple[int, float]]:
+        """Baseline for the eval: chunks ranked by how many distinct query words they contain."""
+        if not terms:
+            return []
+        patterns = [re.compile(re.escape(t), re.IGNORECASE) for t in terms]
+        scored = []
+        for cid, text in self.store.chunk_texts():
+            if allowed is not None and cid not in allowed:
+                continue
+            count = sum(1 for p in patterns if p.search(text))
+            if count:
+                scored.append((cid, float(count)))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[: fusion.CANDIDATES_PER_SIDE]
+
+    # --- hits -------------------------------------------------------------------------------
+
+    def _hit(self, row, score: float, terms: list[str], trace: _Trace | None) -> Hit:
+        explain = {}
+        if trace is not None:
+            k, v = trace.keyword.get(row.id), trace.vector.get(row.id)
+            explain = {
+                "keyword": {"rank": k.rank, "score": round(k.score, 4)} if k else None,
+                "vector": {"rank": v.rank, "score": round(v.score, 4)} if v else None,
+                "fusion": {
+                    "score": round(trace.fused[row.id], 6),
+                    "coverage": round(trace.coverage.get(row.id, 0.0), 4),
+                    "note": round(trace.note.get(row.id, 0.0), 4),
+                    "keyword_strength": round(trace.strength.get(row.id, 0.0), 4),
+                    "keyword_confidence": round(trace.confidence, 4),
+                    "matched_share": round(trace.share, 4),
+                    "version": fusion.FUSION_VERSION,
+                } if row.id in trace.fused else None,
+                "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
+                "date": {"rule": dates.DATE_RULE_VERSION} if row.id in trace.dated else None,
+            }
+        return Hit(
+            path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
+            score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
+        )
+
+
+def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tuple[int, float]], dict[int, int]]:
+    """The first (best) chunk of each note in `order`, and how many more of its chunks follow."""
+    first: dict[str, int] = {}
+    kept, more = [], {}
+    for cid, score in order:
+        if cid not in rows:
+            continue
+        path = rows[cid].path
+        if path in first:
+            more[first[path]] += 1
+            continue
+        first[path] = cid
+        more[cid] = 0
+        kept.append((cid, score))
+    return kept, more
+
+
+def under_any(path: str, roots: tuple[str, ...]) -> bool:
+    """`path` is one of `roots` or lies below one (compared exactly, component by component)."""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def posting_budget(total: int) -> int | None:
+    """How many matches the keyword side's OR may score at this index size; None: no bound."""
+    return KEYWORD_POSTING_BUDGET if total >= BOUNDED_KEYWORD_MIN_CHUNKS else None
+
+
+def keyword_match(terms: list[str], counts: _DocCounts) -> str:
+    """The FTS5 query the keyword side runs (query.fts_match, bounded on large indexes)."""
+    return fts_match(terms, counts.per_term, counts.common_at, posting_budget(counts.total))
+
+
+def _turned_off(error: str | None) -> bool:
+    """Whether the model is off by the person's choice (engine/embedding/models.py words it "turned off")."""
+    return bool(error) and "turned off" in error
+
+
+def mode_run(asked: str, vector_used: bool, reranked: bool) -> str:
+    """The mode that actually ran: a stage that could not run is not claimed (--json, MCP)."""
+    if asked in ("hybrid", "hybrid+rerank") and not vector_used:
+        return "keyword"
+    if asked == "hybrid+rerank" and not reranked:
+        return "hybrid"
+    return asked
+
+
+def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
+    """The chunk text if it fits, else a window around the first query word found."""
+    text = text.strip()
+    if len(text) <= budget:
+        return text
+    lower = text.lower()
+    positions = [lower.find(t) for t in terms if lower.find(t) >= 0]
+    start = max(0, min(positions) - budget // 4) if positions else 0
+    start = min(start, len(text) - budget)
+    if start > 0:  # begin on a word, not inside one
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < start + 40 else start
+    piece = text[start : start + budget].strip()
+    return ("…" if start > 0 else "") + piece + ("…" if start + budget < len(text) else "")

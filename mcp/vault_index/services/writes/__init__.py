@@ -1,0 +1,1 @@
+"""The write service and what a write runs through: hooks, edits, moves, provenance, conflicts."""

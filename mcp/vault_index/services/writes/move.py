@@ -1,0 +1,396 @@
+"""Move (rename) a note, and rewrite every link to it, in one write of the one write service.
+
+    authorize both paths -> find the notes whose links name it -> lock the note, its new name and
+    every one of those notes (in key order) -> check the base version and that the new name is free
+    -> rename -> rewrite the links -> record -> re-index each file -> one git commit -> release
+
+The lock, the version rule, the record of request ids, the re-index and the commit with its
+provenance trailers are the write service's own (services/writes/write.py); this module only holds the
+part a single-file write has no room for: several files changed as one. Which links name the note
+is engine/parsing/link_rewrite.py (the index's resolution rule, before and after the move). A move refuses
+when the new name is taken by another note; a case-only rename (`a.md` to `A.md`) works on a
+case-insensitive file system too (the "existing" file is the note itself). A failure after the
+rename (a linking note that cannot be replaced, the index, the commit) is a notice on `written`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from contextlib import ExitStack, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vault_index.engine.files import doc_locks, fileio
+from vault_index.engine.files.doc_locks import SharedDocumentLock
+from vault_index.engine.parsing import link_rewrite
+from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
+from vault_index.services.vault.vault import not_visible
+from vault_index.services.writes import provenance
+from vault_index.services.writes.write_types import MoveRequest
+
+if TYPE_CHECKING:
+    from vault_index.services.writes.write import WriteService
+    from vault_index.services.writes.write_types import Caller, Target, WriteOutcome
+
+MAX_SCANNED_BYTES = 2_000_000  # the write limit of a note; a bigger file is not a note we rewrite
+
+
+def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOutcome:
+    """Rename `request.path` to `request.new_path` and rewrite the links to it (see the module docstring)."""
+    from vault_index.services.writes.write_types import MAX_REQUEST_ID_CHARS, StageTimes, WriteOutcome
+
+    service.last_times = StageTimes()  # a move's own stages are not timed; no earlier write's times shown
+    rid = request.request_id
+    if rid is not None and (not rid.strip() or len(rid) > MAX_REQUEST_ID_CHARS or any(c in rid for c in "\r\n\x00")):
+        return WriteOutcome("invalid", request.path, f"request_id must be one line of at most {MAX_REQUEST_ID_CHARS} "
+                            "characters")
+    from vault_index.services.writes import safe_text
+
+    for path in (request.path, request.new_path):  # as _pipeline: no control text reaches git or a name
+        if unsafe := safe_text.unsafe_write(caller, path, request.reason or ""):
+            return unsafe
+    source, refusal = service.authorize(caller, request.path, "write")
+    if refusal:
+        return refusal
+    target, refusal = service.authorize(caller, request.new_path, "write")
+    if refusal:
+        return refusal
+    if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
+        return answered[0]  # a retry after the move: the first answer, before the note is looked for again
+    if source.rel == target.rel:
+        return WriteOutcome("unchanged", source.rel, f"{source.rel} is already at that path")
+    root = service.vault.root
+    texts = _scan(root)
+    if source.rel not in texts:  # a note the walk skips (a templates folder) can still be moved
+        data = _read_path(root, source.rel)
+        if data is None:
+            return WriteOutcome("not_found", source.rel, not_visible(source.rel))
+        texts[source.rel] = data.decode("utf-8", errors="replace")
+    linkers = sorted({r.path for r in link_rewrite.plan(texts, source.rel, target.rel)} - {target.rel})
+    for rel in linkers:  # every note whose links change must be one the caller may change
+        if not service.vault.grants(caller.role).can("write", rel.split("/")[0] if "/" in rel else ""):
+            return WriteOutcome("denied", source.rel, f"moving {source.rel} would rewrite links in notes your "
+                                f"role {caller.role or 'guest'} may not change; nothing was moved")
+    made = _missing_folders(root, target)
+    outcome = _move_locked(service, caller, request, source, target, texts, linkers)
+    if not outcome.ok:  # a refused move leaves no folder behind for the name it did not take
+        for folder in made:
+            with suppress(OSError):
+                folder.rmdir()
+    return outcome
+
+
+def _move_locked(service, caller, request, source: Target, target: Target, texts: dict,
+                 linkers: list[str]) -> WriteOutcome:
+    from vault_index.services.writes.write_types import WriteOutcome
+
+    root = service.vault.root
+    with ExitStack() as stack:
+        try:
+            folders = _open_folders(stack, root, [source, target, *(_target(rel) for rel in linkers)])
+            locked = _lock_all(stack, service, caller, folders)
+        except WriteBusyError as exc:
+            return WriteOutcome("locked", source.rel, str(exc))
+        except UnsafePathError as exc:
+            return WriteOutcome("refused", source.rel, f"{source.rel}: {exc}")
+        except FileNotFoundError:
+            return WriteOutcome("not_found", source.rel, not_visible(source.rel))
+        except OSError as exc:
+            return WriteOutcome("failed", source.rel, f"nothing was moved ({exc.strerror or exc})")
+        return _locked(service, caller, request, source, target, folders, texts, linkers, locked)
+
+
+def _locked(service, caller, request, source: Target, target: Target, folders: dict, texts: dict,
+            linkers: list[str], lock) -> WriteOutcome:
+    from vault_index.services.writes.write_types import WriteOutcome
+
+    if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
+        return answered[0]
+    try:
+        current = {rel: _read(folders, rel) for rel in [source.rel, *linkers]}
+    except UnsafePathError as exc:
+        return WriteOutcome("refused", source.rel, f"nothing was moved: {exc}")
+    old_data = current[source.rel]
+    if old_data is None:
+        return WriteOutcome("not_found", source.rel, not_visible(source.rel))
+    version = fileio.file_version(old_data[0])
+    if request.base_version and request.base_version != version:
+        outcome = WriteOutcome("stale", source.rel, f"{source.rel} changed since version {request.base_version} "
+                               f"(now {version}); read it again and redo the move", version=version,
+                               result={"base_version": request.base_version})
+        service._record_rejection(source, outcome, caller, request.request_id)
+        return outcome
+    taken, info = _exists(folders, target)
+    if taken and not _same_file(info, old_data[1]):
+        return WriteOutcome("refused", source.rel, f"{target.rel} already exists; move to a free name (or move "
+                            "that note first)", version=version)
+    try:
+        for rel, found in current.items():
+            if found is not None:
+                texts[rel] = found[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return WriteOutcome("invalid", source.rel, "a note that links here is not UTF-8 text; nothing was moved")
+    rewrites = {r.path: r for r in link_rewrite.plan(texts, source.rel, target.rel)}
+    notices = [f"links in {rel} not rewritten: it gained a link to the note during the move; fix it by hand"
+               for rel in rewrites if rel not in linkers and rel != target.rel]
+    moved_text = _with_collection(service, rewrites[target.rel].text if target.rel in rewrites else texts[source.rel],
+                                  target)
+    lock.refresh()
+    try:
+        _rename(folders, source, target, taken)
+    except OSError as exc:
+        return WriteOutcome("failed", source.rel, f"{source.rel} was not moved ({exc.strerror or exc}); nothing "
+                            "changed")
+    changed = [source.rel, target.rel]
+    rewritten = {}
+    if moved_text.encode("utf-8") != old_data[0]:  # its own relative links (and a vault's collection field)
+        try:
+            _replace(folders, target.rel, moved_text.encode("utf-8"), old_data[1])
+            rewritten = {target.rel: rewrites[target.rel].links} if target.rel in rewrites else {}
+        except OSError as exc:
+            notices.append(f"moved, but its own links were not rewritten ({exc.strerror or exc})")
+    for rel in linkers:
+        if rel not in rewrites:
+            continue
+        try:
+            _replace(folders, rel, rewrites[rel].text.encode("utf-8"), current[rel][1])
+            changed.append(rel)
+            rewritten[rel] = rewrites[rel].links
+        except OSError as exc:
+            notices.append(f"moved, but the links in {rel} were not rewritten ({exc.strerror or exc})")
+    return _finish(service, caller, request, source, target, changed, rewritten, notices, lock)
+
+
+def _finish(service, caller, request, source, target, changed, rewritten, notices, lock) -> WriteOutcome:
+    from vault_index.services.writes.write_types import WriteOutcome
+
+    request_id = request.request_id or uuid.uuid4().hex
+    new_version = fileio.file_version(_read_path(service.vault.root, target.rel))
+    result = {"from": source.rel, "to": target.rel, "links_rewritten": rewritten}
+    message = f"{source.rel} moved to {target.rel}; {sum(rewritten.values())} link(s) rewritten in " \
+              f"{len(rewritten)} note(s)"
+    first = WriteOutcome("written", target.rel, message, version=new_version, result=result)
+    service._remember(caller, request_id, target, first, notices)
+    if service.reindex is not None:
+        for rel in dict.fromkeys(changed):
+            service._late(f"re-indexed ({rel})", lambda rel=rel: service.reindex(service.vault.root / rel), notices)
+    lock.refresh()
+    why = request.reason or f"move {source.rel} to {target.rel} via vault-index"
+    commit = commit_paths(service, caller, changed, request_id, why, notices, subject=f"move {source.rel} -> "
+                          f"{target.rel}")
+    outcome = WriteOutcome("written", target.rel, message, version=new_version, notices=tuple(notices),
+                           commit=commit, result=result)
+    if outcome != first:
+        service._remember(caller, request_id, target, outcome, [])
+    return outcome
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+def _scan(root: Path) -> dict[str, str]:
+    """Every note of the vault by path, as text (the candidates whose links may name the note)."""
+    from vault_index.services.vault.walk import note_paths
+
+    texts = {}
+    for rel in note_paths(root):
+        try:
+            with open(root / rel, "rb") as handle:
+                data = handle.read(MAX_SCANNED_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) <= MAX_SCANNED_BYTES:
+            texts[rel] = data.decode("utf-8", errors="replace")
+    return texts
+
+
+def _missing_folders(root: Path, target: Target) -> list[Path]:
+    """The new name's folders that do not exist yet, deepest first (a refused move removes them)."""
+    missing = []
+    for depth in range(len(target.parts) - 1, 0, -1):
+        folder = root.joinpath(*target.parts[:depth])
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing
+
+
+def _target(rel: str) -> Target:
+    from vault_index.services.writes.write_types import Target
+
+    parts = tuple(rel.split("/"))
+    return Target(rel, parts, parts[0] if len(parts) > 1 else "")
+
+
+def _open_folders(stack: ExitStack, root: Path, targets: list[Target]) -> dict[str, tuple[int, str]]:
+    """rel -> (folder descriptor, file name); the new name's folders are made when missing."""
+    folders: dict[str, tuple[int, str]] = {}
+    for index, item in enumerate(targets):
+        fd = fileio.open_folder(root, item.parts[:-1], create=index == 1)
+        stack.callback(os.close, fd)
+        folders[item.rel] = (fd, item.parts[-1])
+    return folders
+
+
+def _lock_all(stack: ExitStack, service: WriteService, caller: Caller, folders: dict) -> _Leases:
+    """The document lock of every file, taken in key order (two moves never wait on each other in a
+    circle) and once per key (a case-only rename names one document twice); the first lock is returned
+    for its lease refresh."""
+    # the vault's own lock folder (every writer of the vault) and the user's, as WriteService._pipeline
+    vault_fd = fileio.ensure_state_dir(service.vault.root, service.vault.config_path is None)
+    stack.callback(os.close, vault_fd)
+    locks_fd = doc_locks.machine_locks_dir()
+    stack.callback(os.close, locks_fd)
+    keys = {}
+    for rel, (fd, name) in folders.items():
+        keys.setdefault(doc_locks.document_key(fd, name), rel)
+    taken = []
+    for key in sorted(keys):
+        lock = SharedDocumentLock((vault_fd, locks_fd), key, caller.identity, wait=service.lock_wait,
+                                  shown=keys[key])
+        lock.acquire()
+        stack.callback(lock.release)
+        taken.append(lock)
+    return _Leases(taken)
+
+
+class _Leases:
+    """Refreshes every held lock's lease at once (the single-file pipeline refreshes its one)."""
+
+    def __init__(self, locks: list[SharedDocumentLock]) -> None:
+        self.locks = locks
+
+    def refresh(self) -> None:
+        for lock in self.locks:
+            lock.refresh()
+
+
+def _read(folders: dict, rel: str) -> tuple[bytes, os.stat_result] | None:
+    fd, name = folders[rel]
+    data, info = fileio.read_current(fd, name, rel)
+    return None if data is None else (data, info)
+
+
+def _read_path(root: Path, rel: str) -> bytes | None:
+    parts = tuple(rel.split("/"))
+    try:
+        fd = fileio.open_folder(root, parts[:-1])
+    except OSError:
+        return None
+    try:
+        return fileio.read_current(fd, parts[-1], rel)[0]
+    except (OSError, UnsafePathError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _exists(folders: dict, target: Target) -> tuple[bool, os.stat_result | None]:
+    fd, name = folders[target.rel]
+    try:
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False, None
+    return True, info
+
+
+def _same_file(a: os.stat_result | None, b: os.stat_result) -> bool:
+    return a is not None and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _rename(folders: dict, source: Target, target: Target, case_only: bool) -> None:
+    """The note under its new name. A hard link then an unlink never replaces a file that appeared
+    at the new name meanwhile (a person's editor does not take our lock); a case-only rename on a
+    case-insensitive file system, or a file system without hard links, uses rename."""
+    src_fd, src_name = folders[source.rel]
+    dst_fd, dst_name = folders[target.rel]
+    if not case_only:
+        try:
+            os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+        else:
+            os.unlink(src_name, dir_fd=src_fd)
+            with suppress(OSError):
+                os.fsync(src_fd)
+            return
+    os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+    with suppress(OSError):
+        os.fsync(dst_fd)
+
+
+def _replace(folders: dict, rel: str, data: bytes, info: os.stat_result | None) -> None:
+    fd, name = folders[rel]
+    fileio.atomic_replace(fd, name, data, stat.S_IMODE(info.st_mode) if info else None)
+
+
+def _with_collection(service: WriteService, text: str, target: Target) -> str:
+    """In a vault, a moved note's `collection:` field follows its folder (a note's collection is where
+    it lies); only that one line changes. Plain folders have no collections: the text is kept."""
+    if service.vault.config_path is None or not target.collection:
+        return text
+    from vault_index.services.writes.edit_ops import split_text
+
+    head, body = split_text(text)
+    lines = head.split("\n")
+    for index, line in enumerate(lines[1:-2], start=1):
+        if line.startswith("collection:"):
+            ending = "\r" if line.endswith("\r") else ""
+            lines[index] = f"collection: {target.collection}{ending}"
+    return "\n".join(lines) + body
+
+
+# --- the commit -----------------------------------------------------------------------------------
+
+
+def commit_paths(service: WriteService, caller: Caller, rels: list[str], request_id: str, why: str,
+                 notices: list[str], *, subject: str) -> str | None:
+    """One commit of every changed path (the old name's removal too), with the write's trailers.
+
+    Mirrors `WriteService._commit` for several files: same vault-wide commit lock, same identity and
+    trailers (services/writes/provenance.py), `--only` so what a person staged stays out of it.
+    """
+    vault = service.vault
+    if not vault.commit_wanted:
+        return None
+    repo = provenance.repo_root(vault.root)
+    if repo is None:
+        notices.append("written, but not committed: the vault is not a git repository (git init it, or set "
+                       "git.commit: false)")
+        return None
+    try:
+        locks = fileio.ensure_state_dir(vault.root, vault.config_path is None)
+        try:
+            with doc_locks.DocumentLock(locks, "git-commit", caller.identity, wait=max(service.lock_wait, 30.0),
+                                     shown="the git repository"):
+                return _git_commit(vault.root, rels, identity=caller.identity, agent=caller.agent, role=caller.role,
+                                   request_id=request_id, why=why, subject=subject)
+        finally:
+            os.close(locks)
+    except (VaultIndexError, OSError) as exc:
+        notices.append(f"written, but not committed: {exc}")
+        return None
+
+
+def _git_commit(root: Path, rels: list[str], *, identity: str, agent: str | None, role: str | None,
+                request_id: str, why: str, subject: str) -> str:
+    name, email = provenance.split_identity(identity)
+    env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+           "GIT_COMMITTER_EMAIL": email, "GIT_TERMINAL_PROMPT": "0"}
+    trailers = "\n".join(f"{key}: {provenance._line(value)}" for key, value in zip(
+        provenance.TRAILERS, (agent, role, request_id, "move"), strict=True))
+    why = "".join(c for c in " ".join(why.split()) if c.isprintable())  # one line: no control character forges one
+    message = f"{provenance._line('vault: ' + subject)[:120]}\n\n{why}\n\n{trailers}\n"
+    tracked = set(provenance._git(root, env, "ls-files", "-z", "--", *(f":(literal){r}" for r in rels)).split("\0"))
+    # a path that is gone and was never committed (an untracked note moved) names nothing git knows
+    specs = [f":(literal){r}" for r in dict.fromkeys(rels) if r in tracked or (root / r).exists()]
+    provenance._git(root, env, "add", "-A", "--", *specs)
+    provenance._git(root, env, "-c", "commit.gpgsign=false", "commit", "--only", "--quiet", "--no-edit", "-F", "-",
+                    "--", *specs, stdin=message)
+    return provenance._git(root, env, "rev-parse", "HEAD").strip()

@@ -1,0 +1,164 @@
+"""Helpers every CLI module shares: JSON output, progress on stderr, the local reader's filters,
+and the outcome -> exit code table of the vault commands.
+
+Below cli.py and its command modules (cli_vault, cli_edit, cli_graph), which all import from here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from vault_index.errors import NotFoundError, UsageError, WriteBusyError
+
+# Outcome status -> exit code; the codes are the exception tree's where one exists (docs/cli.md).
+# denied and not_found share one code: a caller without read learns nothing about existence.
+STALE_EXIT = 11  # after the index codes 7-9 and WriteFailedError (10)
+LINT_FAILED_EXIT = 1
+OUTCOME_EXIT = {
+    "ok": 0, "written": 0, "unchanged": 0,
+    "invalid": UsageError.exit_code, "refused": UsageError.exit_code, "conflict": UsageError.exit_code,
+    "denied": NotFoundError.exit_code, "not_found": NotFoundError.exit_code,
+    "locked": WriteBusyError.exit_code, "stale": STALE_EXIT, "failed": LINT_FAILED_EXIT,
+}
+MAX_BODY_BYTES = 1_000_000
+
+
+
+def _json(data) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+PLAIN_PROGRESS_SECONDS = 10.0  # off a terminal (CI logs, setup's output): one progress line this often
+PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt}{unit} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
+PHASE_UNITS = {"scan": " files", "embed": " chunks"}
+
+
+class Progress:
+    """Index progress on stderr, never stdout: a tqdm bar with an ETA on a terminal, else a plain
+    line every PLAIN_PROGRESS_SECONDS and one at each phase's end (logs must not sit silent).
+
+    Called as the indexer's callback `(phase, done, total)`; phase "wait" (total 0) says the run
+    waits for another index run's embedding.
+    """
+
+    def __init__(self, enabled: bool, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self._bar = None
+        self._phase: str | None = None
+        self._started = self._last_line = 0.0
+        import time
+
+        self._made, self._last_call = time.monotonic(), 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if phase == "wait":
+            self.stream.write("another `vault-index index` is embedding into this index; waiting for it "
+                              "(what it embeds is not embedded twice)\n")
+            self.stream.flush()
+            return
+        if total <= 0:
+            return
+        import time
+
+        from tqdm import tqdm
+
+        now = time.monotonic()
+        if phase != self._phase:
+            self.close()
+            # The indexer reports a phase first after its first batch: the phase began at the
+            # previous report (or when this display was made), so the rate and the ETA count from there.
+            started = self._last_call or self._made
+            self._phase, self._started, self._last_line = phase, started, now
+            if self.tty:
+                self._bar = tqdm(total=total, desc=phase, unit=PHASE_UNITS.get(phase, ""), file=self.stream,
+                                 leave=True, dynamic_ncols=True, mininterval=0, delay=0)
+                self._bar.start_t = self._bar.last_print_t = time.time() - (now - started)
+        self._last_call = now
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+        elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
+            self._last_line = now
+            line = tqdm.format_meter(done, total, now - self._started, prefix=phase,
+                                     unit=PHASE_UNITS.get(phase, ""), bar_format=PLAIN_FORMAT)
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._phase = None, None
+
+
+def _say(args, message: str) -> None:
+    if not getattr(args, "silent", False):
+        print(message, file=sys.stderr)
+
+
+def role_filters(app, filters):
+    """`filters` with the local person's read grants, as the stdio server applies them (VAULT_ROLE,
+    else the config's local_role); a role that reads nothing is refused as the server refuses it."""
+    from vault_index.services.access.access import granted_filters
+    from vault_index.surfaces.callers import local_read_scope
+    from vault_index.surfaces.shapes import denied_text
+
+    caller, scope = local_read_scope(app)
+    if not scope.reads_any:
+        from vault_index.errors import NotFoundError
+
+        raise NotFoundError(denied_text(caller, "read"))
+    return granted_filters(filters, scope)
+
+
+def _open(app, args):
+    """(vault, caller) for the local person; `app` is the one main() opened."""
+    from vault_index.surfaces.callers import cli_caller
+
+    vault = app.vault(Path(args.vault).expanduser() if args.vault else None)
+    return vault, cli_caller(vault, args.role)
+
+
+def _finish(args, out: dict) -> int:
+    """Print the answer (JSON or a line for a person) and return its exit code."""
+    if args.json:
+        print(_json(out))
+    else:
+        stream = sys.stdout if out["status"] in ("ok", "written", "unchanged") else sys.stderr
+        print(f"{out['status']}: {out['message']}", file=stream)
+        if out["status"] in ("written", "unchanged") and out.get("version"):
+            print(f"version {out['version']}", file=stream)  # what --base-version of the next step takes
+        for item in (out.get("data") or {}).get("problems") or []:
+            print(f"  {item.get('field', '')}: {item.get('message', '')}", file=sys.stderr)
+        for notice in (out.get("data") or {}).get("notices") or []:
+            print(f"  note: {notice}", file=sys.stderr)
+    return OUTCOME_EXIT.get(out["status"], 1)
+
+
+def _note(args, message: str) -> None:
+    if not getattr(args, "silent", False):
+        print(message, file=sys.stderr, flush=True)
+
+
+def _read_text(value: str | None, file: str | None) -> str | None:
+    if file is not None:
+        try:
+            if file == "-":
+                raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
+            else:
+                with open(file, "rb") as handle:  # a FIFO is fine here: `--file <(command)`
+                    raw = handle.read(MAX_BODY_BYTES + 1)
+            if len(raw) > MAX_BODY_BYTES:
+                raise UsageError(f"the text is over {MAX_BODY_BYTES:,} bytes")
+            return raw.decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{file} is not UTF-8 text") from exc
+    return value

@@ -1,0 +1,209 @@
+"""What every MCP tool is given: a ToolContext holding the app, the locks, the vaults and who calls.
+
+`build_server` (surfaces/tools.py) makes one per server; each tool is a top-level function whose
+first argument is it, so a test can call `note_write(tc, ...)` without a server. The helpers here
+(`call`, `who`, `who_at`, ...) are the ones every tool shares: they take the lock, name the caller
+and turn our errors into tool errors that say what to do next.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from vault_index.config import content_dir, content_root, project_dir
+from vault_index.errors import VaultIndexError
+from vault_index.services.access.access import Scope, is_indexed, scope_for
+from vault_index.services.app import App
+from vault_index.services.curation import curation
+from vault_index.services.curation.recent import recent_activity
+from vault_index.services.workspace import other_vault, refuse_other_vault
+from vault_index.surfaces import tool_errors
+from vault_index.surfaces.shapes import denied_text
+from vault_index.surfaces.tool_inputs import CallerFactory
+
+
+class _Vaults:
+    """The vault config, re-read when its file changes (no restart after editing roles)."""
+
+    def __init__(self, app: App, root: Path):
+        self.app, self.root = app, root
+        self._stamp: tuple | None = None
+        self._vault = None
+
+    def get(self):
+        if not self.root.exists():
+            content_root()  # the personal folder is made on first use, not at every server start
+        config = self.root / ".vault-index" / "config.yaml"
+        try:
+            info = config.stat()
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None
+        if self._vault is None or stamp != self._stamp:
+            self._vault = self.app.vault(self.root)  # raises ConfigError with the key path
+            self._stamp = stamp
+        return self._vault
+
+
+class ToolContext:
+    """One server's state, shared by its tools (they run in worker threads).
+
+    Reads and writes share `app` (one SQLite connection) under `lock`; indexing, which can embed
+    for minutes, runs on its own connection under `index_lock`, so searches keep answering
+    meanwhile (WAL: the last committed state); the memory graph file has `graph_lock`.
+    """
+
+    def __init__(self, app: App, memory_file: Path | None, caller_factory: CallerFactory, vaults: _Vaults):
+        self.app, self.memory_file, self.caller_factory, self.vaults = app, memory_file, caller_factory, vaults
+        self.lock, self.index_lock, self.graph_lock = threading.Lock(), threading.Lock(), threading.Lock()
+        self.indexer: list[App] = []  # opened on first use, sharing the loaded models
+        self.adopted = threading.Event()  # the project's own folders indexed (ADR 0020), once per process
+        self.elsewhere: dict[Path, _Vaults] = {}  # the person's own notes folders, written as plain vaults
+
+    def call(self, fn, *args, guard: threading.Lock | None = None):
+        with guard or self.lock:
+            try:
+                return fn(*args)
+            except VaultIndexError as exc:
+                raise ToolError(str(exc)) from exc
+            except Exception as exc:  # noqa: BLE001 - becomes a message that names tool, input, next step
+                # Trigger: a failure that is not one of ours (the SDK would send only "Error
+                # executing tool X"). Why: the agent must learn what failed and what to try.
+                # Outcome: the calling tool's name and arguments in the message (every tool
+                # calls `call` directly); the traceback on stderr only.
+                tool, inputs = tool_errors.calling_tool()
+                tool_errors.log_failure(tool, exc)
+                raise ToolError(tool_errors.unexpected_failure(tool, inputs, exc)) from exc
+
+    def adopt(self) -> None:
+        """Index the project's docs/ and notes/ before the first answer (after the handshake, so
+        start-up stays light): keywords now, their vectors on a thread, so a large docs folder
+        never holds the first answer for minutes. A failure is logged; the index as it is answers."""
+        if self.adopted.is_set():
+            return
+        with self.index_lock:
+            if self.adopted.is_set():
+                return
+            try:
+                if not self.indexer:
+                    self.indexer.append(self.app.reopen())
+                report = self.indexer[0].adopt_workspace(embed=False)
+                if report is not None:
+                    threading.Thread(target=self.embed_adopted, daemon=True, name="adopt-vectors").start()
+            except Exception as exc:  # noqa: BLE001 - the index as it is still answers
+                tool_errors.log_failure("adopt_workspace", exc)
+            self.adopted.set()
+
+    def embed_adopted(self) -> None:
+        with self.index_lock:
+            try:
+                self.indexer[0].adopt_workspace()
+            except Exception as exc:  # noqa: BLE001 - keyword search of those notes still works
+                tool_errors.log_failure("adopt_workspace", exc)
+
+    def who(self, ctx):
+        """(vault, caller, scope) for this request; a broken config is a tool error that says where."""
+        self.adopt()
+        try:
+            vault = self.vaults.get()
+            caller = self.caller_factory(vault, ctx)  # a role the vault lacks (VAULT_ROLE=editr) is refused here
+        except VaultIndexError as exc:
+            raise ToolError(str(exc)) from exc
+        return vault, caller, scope_for(vault, vault.grants(caller.role))
+
+    def who_at(self, ctx, path: str):
+        """who(), for a note at `path`: an absolute path inside a visible source outside this
+        vault (the person's own notes, from a project) is written in that folder, under the
+        local person's default role there (ADR 0020); (vault, caller, scope, path in that vault)."""
+        app, call = self.app, self.call
+        vault, caller, scope = self.who(ctx)
+        given = Path(os.path.normpath(os.path.expanduser(path)))
+        call(refuse_other_vault, vault.root, path)
+        if not given.is_absolute() or app.workspace.kind == "vault" or given.is_relative_to(vault.root):
+            return vault, caller, scope, path
+        sees = call(app.sees_path)
+        root = next((Path(r) for r in call(app.roots) if given.is_relative_to(r) and Path(r).is_dir()), None)
+        if root is None or (sees is not None and not sees(str(given))):  # e.g. a vault in a personal folder
+            return vault, caller, scope, path  # the write service refuses it as outside the vault
+        try:
+            other = self.elsewhere.setdefault(root, _Vaults(app, root)).get()
+        except VaultIndexError as exc:
+            raise ToolError(str(exc)) from exc
+        call(refuse_other_vault, root, str(given))
+        caller = self.caller_factory(other, ctx)
+        return other, caller, scope_for(other, other.grants(caller.role)), str(given.relative_to(root))
+
+    @staticmethod
+    def need_read(scope: Scope, caller) -> None:
+        if not scope.reads_any:
+            raise ToolError(denied_text(caller, "read"))
+
+    def graph_roots(self) -> list[Path]:
+        """Where an agent's fact may name its source: the project folder and the registered sources."""
+        if self.app.workspace.kind == "vault":  # a vault sees only itself (ADR 0020): its facts too
+            return [self.app.workspace.root]
+        homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
+        return [*homes, *(Path(source["path"]) for source in self.call(self.app.sources))]
+
+    def index(self, paths: list[str] | None, name: str | None = None):
+        if not self.indexer:
+            self.indexer.append(self.app.reopen())
+        # what an agent may add: services/access/boundaries.py
+        return self.indexer[0].index(paths, by_agent=True, name=name)
+
+    def writer_for(self, vault):
+        return self.app.writer(vault)
+
+    def hit_decays(self, vault, paths: list[str]) -> dict[str, dict | None]:
+        """Decay per hit from the frontmatter the index holds (under `lock`: the shared connection)."""
+        today, fraction = dt.date.today(), curation.aging_fraction(vault)
+        return self.call(lambda: {p: curation.indexed_decay(self.app.store, p, today, fraction) for p in set(paths)})
+
+    def reindexed(self, outcome, path) -> bool:
+        """False when the record was written outside every source, or its re-index failed."""
+        return (outcome.status == "written" and bool(path) and self.call(is_indexed, self.app, path)
+                and not any("index" in notice for notice in outcome.notices))
+
+    def review(self, vault, caller, scope: Scope, *, fail_on: str, lint: bool, recent_days: int = 0):
+        if not scope.reads_any:
+            return denied_outcome(caller)
+        out = curation.review(self.writer_for(vault), vault, caller, scope, fail_on=fail_on, lint=lint)
+        if recent_days:  # recent activity (services/curation/recent.py): git where there is one, else mtimes
+            readable = lambda p: scope.can_read(p) and other_vault(vault.root, p) is None  # noqa: E731
+            out["data"]["recent"] = recent_activity(Path(vault.root), readable, days=recent_days)
+        return out
+
+
+# --- helpers shared by the tools and the CLI -----------------------------------------------------
+
+
+def denied_outcome(caller) -> dict:
+    """The answer of vault_review (and the CLI's lint and dashboard) to a caller who reads nothing."""
+    return {"status": "denied", "message": denied_text(caller, "read"), "path": "", "version": None, "data": {}}
+
+
+def lessons_file(vault) -> Path:
+    return Path(vault.root) / "docs" / "lessons.md"
+
+
+def adr_folder(vault) -> Path:
+    return Path(vault.root) / "docs" / "adr"
+
+
+def require_written(outcome) -> None:
+    """The lesson and ADR tools answer with their record; any other outcome is a tool error that
+    starts with its status (`denied: ...`, `locked: ...`) and says what to do."""
+    if not outcome.ok:
+        raise ToolError(f"{outcome.status}: {outcome.message}")
+
+
+def refuse_unwritable(scope: Scope, caller, paths: list[str]) -> None:
+    """index_paths / remove_source: write on every collection a path covers; no path means all."""
+    targets = [Path(os.path.expanduser(p)).resolve() for p in paths] if paths else [scope.root]
+    if not all(scope.can_write(t) for t in targets):
+        raise ToolError(denied_text(caller, "write on every collection these paths cover"))

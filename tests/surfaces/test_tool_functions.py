@@ -1,0 +1,43 @@
+"""A tool is a plain top-level function: a test calls it with a ToolContext, no server, no client."""
+
+from __future__ import annotations
+
+import anyio
+from helpers import write
+from vault_index.services.writes.write import Caller
+from vault_index.surfaces.tool_context import ToolContext, _Vaults
+from vault_index.surfaces.tools import TOOLS, build_server
+from vault_index.surfaces.tools_notes import note_read, note_write
+from vault_index.surfaces.tools_search import search_notes
+
+
+def _context(app, root, tmp_path) -> ToolContext:
+    app.serve_from(root)  # what build_server(vault_root=root) does before it makes its context
+    return ToolContext(app, tmp_path / "memory.jsonl", lambda vault, ctx: Caller.local(vault, agent="test"),
+                       _Vaults(app, root))
+
+
+def test_note_write_is_called_as_a_function_and_writes_through_the_service(tmp_path, open_app):
+    root = tmp_path / "notes"
+    write(root, "index.md", "# Index\n\nThe notes.\n")
+    app = open_app(None)
+    app.index([str(root)])
+    tc = _context(app, root, tmp_path)
+
+    created = note_write(tc, "create", "ideas/kiln.md", None, body="Fire the kiln at dawn.\n")
+    assert created.status == "written", created.message
+    assert "Fire the kiln at dawn." in (root / "ideas" / "kiln.md").read_text()
+
+    read = note_read(tc, "ideas/kiln.md", None)
+    assert read.status == "ok" and "Fire the kiln at dawn." in read.data["body"]
+    stale = note_write(tc, "replace", "ideas/kiln.md", None, body="Later.\n", base_version="0" * 16)
+    assert stale.status == "stale"  # the version check of the write service, as over MCP
+    found = search_notes(tc, "kiln dawn", None, mode="keyword")
+    assert [hit.path for hit in found.hits] == [str(root / "ideas" / "kiln.md")]  # re-indexed by the write
+
+
+def test_the_server_registers_the_table_in_its_order(tmp_path, open_app):
+    app = open_app(None)
+    listed = anyio.run(build_server(app, tmp_path / "memory.jsonl", vault_root=tmp_path).list_tools)
+    assert [tool.name for tool in listed] == [fn.__name__ for fn, _ in TOOLS]
+    assert [tool.annotations for tool in listed] == [hints for _, hints in TOOLS]
