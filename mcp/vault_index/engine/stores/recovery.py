@@ -136,28 +136,26 @@ def save_sources(db_path: Path, sources: dict[str, str | None], checkouts: dict[
     _write_atomic(sources_file(db_path), json.dumps(data, indent=1, ensure_ascii=False))
 
 
-def load_checkouts(db_path: Path) -> dict[str, str]:
-    """root -> source name of the further checkouts the sources file lists (none before ADR 0019)."""
+def _load_map(db_path: Path, key: str) -> dict[str, str]:
+    """The sources file's `key` object as str -> str (empty when absent, unreadable or malformed)."""
     try:
         data = json.loads(sources_file(db_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    found = data.get("checkouts") if isinstance(data, dict) else None
+    found = data.get(key) if isinstance(data, dict) else None
     if not isinstance(found, dict):
         return {}
-    return {r: n for r, n in found.items() if isinstance(r, str) and r and isinstance(n, str)}
+    return {k: v for k, v in found.items() if isinstance(k, str) and k and isinstance(v, str)}
+
+
+def load_checkouts(db_path: Path) -> dict[str, str]:
+    """root -> source name of the further checkouts the sources file lists (none before ADR 0019)."""
+    return _load_map(db_path, "checkouts")
 
 
 def load_scopes(db_path: Path) -> dict[str, str]:
     """path -> workspace of the non-personal sources the sources file lists (none before ADR 0020)."""
-    try:
-        data = json.loads(sources_file(db_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    found = data.get("scopes") if isinstance(data, dict) else None
-    if not isinstance(found, dict):
-        return {}
-    return {p: s for p, s in found.items() if isinstance(p, str) and p and isinstance(s, str)}
+    return _load_map(db_path, "scopes")
 
 
 def load_sources(db_path: Path) -> dict[str, str | None]:
