@@ -74,9 +74,10 @@ class App:
             return None
         return sorted(path for path, scope in scopes.items() if self.workspace.sees(scope))
 
-    def _visible(self, path: str) -> bool:
+    def _seen(self) -> Callable[[str], bool]:
+        """Whether a source root is visible here, from one read of the sources' workspaces."""
         roots = self.visible_roots()
-        return roots is None or path in roots
+        return (lambda _path: True) if roots is None else set(roots).__contains__
 
     def sees_path(self) -> Callable[[str], bool] | None:
         """Whether this workspace sees a file (services/workspace.path_rule: the deepest source
@@ -115,7 +116,7 @@ class App:
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
         if by_agent and name:  # the store's refusal would name the other workspace's folder
             owner = self.store.source_names().get(name)
-            if owner is not None and not self._visible(owner):
+            if owner is not None and not self._seen()(owner):
                 raise UsageError(f"the name {name!r} is already used by a source outside "
                                  f"{self.workspace.describe()}; choose another name")
         if by_agent and paths:
@@ -173,17 +174,18 @@ class App:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
         name; anything else is returned unchanged (remove then says it is not a source)."""
         resolved = str(Path(path).expanduser().resolve()) if path else path
-        known = {p for _, p in self.store.sources() if self._visible(p)}
+        seen = self._seen()
+        known = {p for _, p in self.store.sources() if seen(p)}
         if resolved in known or path in known:
             return resolved if resolved in known else path
         named = self.store.source_names().get(path, path)
-        return named if self._visible(named) else path
+        return named if seen(named) else path
 
     def remove(self, path: str) -> int:
         """Unregister a source named by its path or its name; the path of one checkout of a source
         with several unregisters that checkout only (ADR 0019)."""
         target = self.source_target(path)
-        if not self._visible(target):
+        if not self._seen()(target):
             raise NotFoundError(f"{path} is not a source of {self.workspace.describe()}")
         return self.store.remove_source(target)
 
@@ -219,7 +221,8 @@ class App:
     def _source_filters(self, filters: Filters, source: str) -> Filters | None:
         """`filters` narrowed to the named source's root; None when its path prefix excludes the source."""
         # only this workspace's names: the store's own error lists every source of the index
-        names = {n: p for n, p in self.store.source_names().items() if self._visible(p)}
+        seen = self._seen()
+        names = {n: p for n, p in self.store.source_names().items() if seen(p)}
         found = names.get(source)
         if found is None:
             raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}; "
