@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from vault_index.services import fusion
-from vault_index.services.query import query_terms
+from vault_index.services.search import fusion
+from vault_index.services.search.query import query_terms
 from vault_index.tooling.evaluation import load_golden
 from vault_index.tooling.suite import cache_dir, corpus_app, load_suite, prepare
 
@@ -73,6 +73,9 @@ def main() -> int:
     cache = cache_dir()
     for corpus in load_suite(suite):
         if args.only and corpus.name not in args.only.split(","):
+            continue
+        if corpus.lockbox:  # scored once, at the end, by `vault-index eval --lockbox` only (eval/LOCKBOX.md)
+            print(f"skip {corpus.name}: a lockbox corpus", file=sys.stderr)
             continue
         prepared = prepare(corpus, suite.parent.parent, args.fast, cache)
         if isinstance(prepared, str):

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from vault_index.services import fusion
+from vault_index.services.search import fusion
 from vault_index.tooling.evaluation import heading_matches
 from vault_index.tooling.loco import choose_on, leave_one_corpus_out
 
