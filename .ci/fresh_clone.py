@@ -3,13 +3,15 @@
 with a fresh home folder, no VAULT_* or client variables, and nothing installed but what the
 commands install (issue 21, must-show 1). .ci/run runs this first, before it installs any extra.
 
-    python3 .ci/fresh_clone.py [--source REPO] [--workdir DIR] [--keep]
+    python3 .ci/fresh_clone.py [--source REPO] [--workdir DIR] [--keep] [--setup-again]
 
 The commands are read from the first ```sh block of README.md, so they cannot drift from what a
 person copies; a README without `python3 setup.py` and a pytest line there fails. Each line runs
 exactly as written (`sh -c LINE`, its comment included) in the clone. Only the package caches are
 carried over (PIP_CACHE_DIR, UV_CACHE_DIR: the machine's, not the person's state), so CI does not
 download 500 MB again. Standard library only: this runs before any .venv exists.
+`--setup-again` then runs the setup line a second time, in the same clone and home: it must exit 0,
+say both wiring files are unchanged and leave their bytes as they were (setup is idempotent).
 """
 
 from __future__ import annotations
@@ -76,7 +78,31 @@ def fresh_env(home: Path, real: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def run(source: Path, workdir: Path, offline_tests: bool = False) -> int:
+WIRING = (".mcp.json", ".claude/settings.json")  # what setup writes and a second run must leave alone
+
+
+def _wiring(clone: Path) -> dict[str, bytes | None]:
+    return {name: (clone / name).read_bytes() if (clone / name).is_file() else None for name in WIRING}
+
+
+def setup_again(clone: Path, env: dict[str, str], line: str) -> int:
+    """The setup line once more: 0 when it exits 0, says each wiring file is unchanged and leaves it so."""
+    before = _wiring(clone)
+    print(f"fresh-clone: again, for idempotence: $ {line}", flush=True)
+    proc = subprocess.run(["sh", "-c", line], cwd=clone, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True)
+    unsaid = [name for name in WIRING if f"setup: {name} unchanged" not in proc.stdout]
+    changed = [name for name, data in _wiring(clone).items() if data != before[name]]
+    if proc.returncode != 0 or unsaid or changed:
+        print(proc.stdout[-4000:] + proc.stderr[-2000:])
+        print(f"fresh-clone: FAILED: the second `{line}` exits {proc.returncode}; not said unchanged: {unsaid}; "
+              f"changed: {changed}")
+        return proc.returncode or 1
+    print("fresh-clone: the second setup run changed nothing", flush=True)
+    return 0
+
+
+def run(source: Path, workdir: Path, offline_tests: bool = False, again: bool = False) -> int:
     commands = readme_commands((source / "README.md").read_text(encoding="utf-8"))
     clone, home = workdir / "clone", workdir / "home"
     home.mkdir(parents=True)
@@ -102,6 +128,8 @@ def run(source: Path, workdir: Path, offline_tests: bool = False) -> int:
             return code
     print(f"fresh-clone: the README's {len(commands)} commands exit 0 in a fresh clone with a fresh HOME "
           f"({time.monotonic() - started:.0f} s)")
+    if again:
+        return setup_again(clone, env, next(line for line in commands if line.startswith("python3 setup.py")))
     return 0
 
 
@@ -112,10 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the clone and the home afterwards")
     parser.add_argument("--offline-tests", action="store_true",
                         help="run the test command with no network but loopback (scripts/no_network.sh)")
+    parser.add_argument("--setup-again", action="store_true",
+                        help="then run the setup line again: it must change nothing (.mcp.json, .claude/settings.json)")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vault-index-fresh-"))
     try:
-        return run(args.source.resolve(), workdir, args.offline_tests)
+        return run(args.source.resolve(), workdir, args.offline_tests, args.setup_again)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -53,12 +54,50 @@ def pg_store_module():
     return pg_store
 
 
+# pytest-xdist (pyproject.toml's addopts: the suite runs on every core) starts one process per
+# worker; they share one PostgreSQL server. The controller names its folder for the workers; each
+# attaches through pgserver, which counts the processes using a data folder and stops the server
+# after the last; the controller deletes the folder at the end.
+PG_FOLDER = pytest.StashKey[str]()
+PG_FOLDER_INPUT = "vault_index_pg_folder"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist, in the controller, per worker: the run's PostgreSQL folder (made once, pgdata inside
+    made here too, so no two workers race to create it)."""
+    config = node.config
+    if PG_FOLDER not in config.stash:
+        folder = Path(tempfile.mkdtemp(prefix="vault-index-pg-"))
+        (folder / "pgdata").mkdir()
+        config.stash[PG_FOLDER] = str(folder)
+    node.workerinput[PG_FOLDER_INPUT] = config.stash[PG_FOLDER]
+
+
+def pytest_unconfigure(config):
+    """The controller, after every worker exited: the shared server's folder goes (stopped first
+    if a worker died without stopping it)."""
+    folder = config.stash.get(PG_FOLDER, None)
+    if folder is None:
+        return
+    if (Path(folder) / "pgdata" / "postmaster.pid").exists():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import pgserver
+
+            pgserver.get_server(Path(folder) / "pgdata", cleanup_mode="delete").cleanup()
+        except Exception as exc:  # noqa: BLE001 - say it; the folder goes anyway
+            print(f"conftest: could not stop the shared PostgreSQL in {folder}: {exc}")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def pg_server_url():
+def pg_server_url(request):
     """A real PostgreSQL with pgvector for the whole session: VAULT_TEST_PG_URL when set, else a
     pgserver (PyPI wheel with initdb, postgres and vector.so) in a temporary folder, stopped and
-    deleted at the end. Where it cannot start the PostgreSQL tests skip, saying why, unless
-    VAULT_REQUIRE_POSTGRES=1 (CI sets it): then they fail."""
+    deleted at the end (under xdist: one server for all workers, above). Where it cannot start the
+    PostgreSQL tests skip, saying why, unless VAULT_REQUIRE_POSTGRES=1 (CI sets it): then they fail."""
     url = os.environ.get("VAULT_TEST_PG_URL")
     if url:
         yield url
@@ -68,15 +107,19 @@ def pg_server_url():
     with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (it falls back to /tmp)
         warnings.simplefilter("ignore")
         import pgserver  # the `postgres` extra, present: _require_postgres_extra imported it
-    folder = Path(tempfile.mkdtemp(prefix="vault-index-pg-"))
+    shared = getattr(request.config, "workerinput", {}).get(PG_FOLDER_INPUT)
+    folder = Path(shared) if shared else Path(tempfile.mkdtemp(prefix="vault-index-pg-"))
     try:
-        server = pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
+        # shared: "stop" (the controller deletes the folder; a delete here would race a worker attaching)
+        server = pgserver.get_server(folder / "pgdata", cleanup_mode="stop" if shared else "delete")
     except Exception as exc:  # noqa: BLE001 - any failure to start: say it, skip or fail
         if required:
             pytest.fail(f"VAULT_REQUIRE_POSTGRES=1 but pgserver could not start: {exc}")
         pytest.skip(f"POSTGRESQL BACKEND NOT TESTED: pgserver could not start here ({exc})")
     yield server.get_uri()
     server.cleanup()
+    if not shared:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def database_url(server_url: str, name: str) -> str:

@@ -99,17 +99,17 @@ env = {k: v for k, v in os.environ.items()}
 home = pathlib.Path(env["HOME"])
 (here / "seen.json").write_text(json.dumps({"env": env, "cwd": str(here), "home_was_empty": not any(home.iterdir())}))
 python = here / ".venv" / "bin" / "python"
-python.parent.mkdir(parents=True)
+python.parent.mkdir(parents=True, exist_ok=True)
 python.write_text("#!/bin/sh\\necho \\"$@\\" > " + str(here / "args.txt") + "\\nexit ${EXIT_CODE:-0}\\n")
 python.chmod(python.stat().st_mode | stat.S_IEXEC)
 '''
 
 
-def _project(tmp_path: Path, readme: str, exit_code: int = 0) -> Path:
+def _project(tmp_path: Path, readme: str, exit_code: int = 0, setup: str = PROJECT_SETUP) -> Path:
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     (project / "README.md").write_text(readme)
-    (project / "setup.py").write_text(PROJECT_SETUP.replace("${EXIT_CODE:-0}", str(exit_code)))
+    (project / "setup.py").write_text(setup.replace("${EXIT_CODE:-0}", str(exit_code)))
     git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.org"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
@@ -121,10 +121,10 @@ README = ("# tool\n\n```sh\npython3 setup.py                  # set up\n"
           ".venv/bin/python -m pytest -q     # run the tests\n```\n")
 
 
-def _run(project: Path, workdir: Path, **env: str) -> subprocess.CompletedProcess:
+def _run(project: Path, workdir: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(REPO / ".ci" / "fresh_clone.py"), "--source", str(project),
-                           "--workdir", str(workdir), "--keep"], env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=120)
+                           "--workdir", str(workdir), "--keep", *options], env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_the_runner_runs_the_readme_lines_in_a_fresh_clone_with_a_fresh_home(tmp_path):
@@ -147,3 +147,29 @@ def test_the_runner_fails_when_a_readme_command_fails(tmp_path):
     proc = _run(project, tmp_path / "work")
     assert proc.returncode == 5
     assert "FAILED: the README's `.venv/bin/python -m pytest -q" in proc.stdout
+
+
+# A setup.py that writes the two wiring files and says, as ours does, whether each changed; with
+# CHURN it writes something new each run (a setup that is not idempotent).
+WIRING_SETUP = PROJECT_SETUP + '''
+import time
+for name in (".mcp.json", ".claude/settings.json"):
+    target = here / name
+    target.parent.mkdir(exist_ok=True)
+    text = str(time.time_ns()) if CHURN else "{}"
+    same = target.exists() and target.read_text() == text
+    target.write_text(text)
+    print(f"setup: {name} {'unchanged' if same else 'written'}")
+'''
+
+
+def test_setup_again_passes_a_setup_that_changes_nothing_and_fails_one_that_does(tmp_path):
+    for churn, expected in ((False, 0), (True, 1)):
+        project = _project(tmp_path / str(churn), README, setup=WIRING_SETUP.replace("CHURN", str(churn)))
+        proc = _run(project, tmp_path / str(churn) / "work", "--setup-again")
+        assert proc.returncode == expected, proc.stdout + proc.stderr
+        if churn:
+            assert "FAILED: the second `python3 setup.py" in proc.stdout
+            assert "changed: ['.mcp.json', '.claude/settings.json']" in proc.stdout
+        else:
+            assert "the second setup run changed nothing" in proc.stdout

@@ -24,6 +24,8 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-key", metavar="PEM")
     p.add_argument("--rate", type=float, default=None, help="requests per second per credential (0: no limit)")
     p.add_argument("--burst", type=int, default=None, help="requests a credential may send at once")
+    p.add_argument("--header-timeout", type=float, default=None, metavar="S",
+                   help="close a connection whose request headers take over S seconds (default 10)")
     p.add_argument("--no-oauth", action="store_true", help="bearer tokens only (no OAuth endpoints)")
 
 
@@ -53,12 +55,14 @@ def http_config(args):
     from vault_index.surfaces.http import DEFAULT_BURST, DEFAULT_RATE_PER_S, HttpConfig
 
     host, port = parse_bind(args.http)
+    if args.header_timeout is not None and not 0 < args.header_timeout < float("inf"):
+        raise UsageError(f"--header-timeout {args.header_timeout}: give a number of seconds above 0")
     return HttpConfig(host=host, port=port, era=args.era, public_url=args.public_url,
                       allowed_hosts=tuple(args.allowed_host), behind_tls_proxy=args.behind_tls_proxy,
                       tls_cert=args.tls_cert, tls_key=args.tls_key,
                       rate_per_s=DEFAULT_RATE_PER_S if args.rate is None else args.rate,
                       burst=DEFAULT_BURST if args.burst is None else args.burst, oauth=not args.no_oauth,
-                      credentials=credentials_dir(Settings.from_env().db_path))
+                      header_timeout_s=args.header_timeout, credentials=credentials_dir(Settings.from_env().db_path))
 
 
 def cmd_serve_http(args) -> int:

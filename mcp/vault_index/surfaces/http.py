@@ -47,6 +47,7 @@ class HttpConfig:
     rate_per_s: float = DEFAULT_RATE_PER_S
     burst: int = DEFAULT_BURST
     max_body: int = MAX_BODY_BYTES
+    header_timeout_s: float | None = None  # a connection's headers, or it is closed (None: http_server's default)
     oauth: bool = True
     credentials: Path = field(default_factory=Path)  # the token folder (services/access/tokens.credentials_dir)
 
@@ -302,7 +303,7 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
             watcher, stop, _ = start_in_background(lambda: app.reopen())
         uvicorn.run(asgi, host=config.host, port=config.port, log_level="warning", ssl_certfile=config.tls_cert,
                     ssl_keyfile=config.tls_key, proxy_headers=config.behind_tls_proxy, lifespan="on",
-                    timeout_graceful_shutdown=5, **uvicorn_options())
+                    timeout_graceful_shutdown=5, **uvicorn_options(config.header_timeout_s))
     finally:
         stop_watcher(watcher, stop)
         app.close()

@@ -8,7 +8,7 @@ Why: neither uvicorn nor h11 has a header-read timeout to set; h11 bounds the he
 Outcome: `HeaderTimeoutProtocol`, uvicorn's own H11Protocol with one timer: armed whenever the
 connection waits for a request's headers (on connect, and when a request starts arriving after
 a keep-alive pause), cancelled when the headers are complete; it closes the connection after
-HEADER_TIMEOUT_S. `uvicorn_options()` is what serve_http passes to uvicorn.run.
+HEADER_TIMEOUT_S (`serve --http --header-timeout S`). `uvicorn_options()` is what serve_http passes to uvicorn.run.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ MAX_HEADER_BYTES = 16 * 1024  # h11's default, named: headers past it are a 400
 
 
 class HeaderTimeoutProtocol(H11Protocol):
-    """H11Protocol that closes a connection whose request headers take over HEADER_TIMEOUT_S."""
+    """H11Protocol that closes a connection whose request headers take over `header_timeout_s`."""
 
+    header_timeout_s = HEADER_TIMEOUT_S
     _header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
@@ -45,7 +46,7 @@ class HeaderTimeoutProtocol(H11Protocol):
 
     def _arm(self) -> None:
         if self._header_timer is None:
-            self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._headers_too_slow)
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_too_slow)
 
     def _disarm(self) -> None:
         if self._header_timer is not None:
@@ -58,7 +59,10 @@ class HeaderTimeoutProtocol(H11Protocol):
             self.transport.close()
 
 
-def uvicorn_options() -> dict:
+def uvicorn_options(header_timeout_s: float | None = None) -> dict:
     """Keyword arguments for uvicorn.run / uvicorn.Config (the connection limits above)."""
-    return {"http": HeaderTimeoutProtocol, "timeout_keep_alive": KEEP_ALIVE_S,
+    protocol = HeaderTimeoutProtocol
+    if header_timeout_s is not None:  # uvicorn takes a class: one of our own with the timeout
+        protocol = type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout_s": header_timeout_s})
+    return {"http": protocol, "timeout_keep_alive": KEEP_ALIVE_S,
             "h11_max_incomplete_event_size": MAX_HEADER_BYTES}
