@@ -147,9 +147,7 @@ def sync(
     report = SyncReport()
     paths = list(paths or [])
     targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report)
-    embedder = models.embedder() if embed else None
-    count = embedder.count_tokens if embedder else approximate_tokens
-    max_tokens = embedder.max_tokens if embedder else 512
+    sizing = _Sizing(models if embed else None)
 
     for checkout_id, source_id, root in targets:
         if not root.exists():
@@ -162,7 +160,7 @@ def sync(
         here = _Checkout(source_id, checkout_id, real_root)
         for done, path in enumerate(files, start=1):
             report.scanned += 1
-            _guarded_sync_file(store, here, path, report, count, max_tokens)
+            _guarded_sync_file(store, here, path, report, sizing)
             if progress:
                 progress("scan", done, len(files))
         for folder in unreadable:
@@ -175,15 +173,30 @@ def sync(
                 store.record_problem(gone, None)
                 report.removed += 1
 
-    if embedder is not None:
-        report.vector_used = True
-        with _embedding_turn(store, progress):
-            _embed_missing(store, embedder, report, progress)
-        store.prune_vectors()
+    if embed:
+        _embed_missing(store, models, report, progress)
+    if report.vector_used and (report.indexed or report.removed):
+        store.prune_vectors()  # only a changed or removed note can leave a vector no chunk uses
     if report.indexed or report.removed or report.chunks_embedded:
         store.checkpoint()
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _Sizing:
+    """How chunks are measured: the embedder's tokenizer and window, asked for at the first note
+    that needs chunking. A sync that finds every note unchanged never loads the model (issue 26);
+    with no embedder (keyword only, or it cannot load) chunks are sized by approximate tokens."""
+
+    def __init__(self, models: Models | None):
+        self.models = models
+        self._got: tuple[Callable[[str], int], int] | None = None
+
+    def __call__(self) -> tuple[Callable[[str], int], int]:
+        if self._got is None:
+            embedder = self.models.embedder() if self.models is not None else None
+            self._got = (embedder.count_tokens, embedder.max_tokens) if embedder else (approximate_tokens, 512)
+        return self._got
 
 
 @dataclass(frozen=True)
@@ -195,7 +208,7 @@ class _Checkout:
     root: Path
 
 
-def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
+def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> None:
     """_sync_file, with any failure of this one file reported instead of ending the sync.
 
     Trigger: an exception nobody foresaw in reading, parsing or chunking one note.
@@ -205,7 +218,7 @@ def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncRe
     they would fail every other file too.
     """
     try:
-        _sync_file(store, here, path, report, count, max_tokens)
+        _sync_file(store, here, path, report, sizing)
     except (VaultIndexError, *store.database_errors):
         raise
     except Exception as exc:  # noqa: BLE001 - one file's failure becomes its problem line
@@ -237,7 +250,7 @@ FIRST_LOOK_MESSAGE = ("not indexed from here: differs from the version another c
                       "or pull here after this sync counts")
 
 
-def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
+def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> None:
     """Index one note of the checkout `here` (a folder, or the note itself for a file source).
 
     The rules of engine/files/checkouts.py: an unchanged copy does nothing; a changed one replaces the
@@ -270,6 +283,7 @@ def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, co
         _not_written(report, key, state.hash == digest, first_look=mine is None)
         return
     note = parse_note(key, text)
+    count, max_tokens = sizing()
     # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
     chunks, cut = capped(chunk_note(replace(note, title=alias_title(note)), count, max_tokens))
     if not store.replace_file(here.source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks,
@@ -295,9 +309,39 @@ def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = Fa
 
 
 def _embed_missing(
-    store: Store, embedder, report: SyncReport, progress: Progress | None, path: str | None = None
+    store: Store, models: Models, report: SyncReport, progress: Progress | None, path: str | None = None
 ) -> None:
-    pending = store.chunks_missing_vectors(embedder.fingerprint, path)
+    """Embed the chunks (of `path`, or all) that lack a vector under the model's fingerprint.
+
+    The fingerprint is known without loading the model (Models.embed_fingerprint): when no chunk
+    lacks a vector the model is never loaded, and the report still says vectors are used.
+    """
+    fingerprint = models.embed_fingerprint()
+    if fingerprint is None:
+        models.embedder()  # no model (turned off, or its setting cannot resolve): records why
+        return
+    if not store.chunks_missing_vectors(fingerprint, path):
+        report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
+        return
+    if path is None:
+        with _embedding_turn(store, progress):
+            _embed_pending(store, models, fingerprint, report, progress, None)
+    else:
+        _embed_pending(store, models, fingerprint, report, progress, path)
+
+
+def _embed_pending(store: Store, models: Models, fingerprint: str, report: SyncReport,
+                   progress: Progress | None, path: str | None) -> None:
+    pending = store.chunks_missing_vectors(fingerprint, path)
+    if pending:
+        embedder = models.embedder()
+        if embedder is None:
+            return  # the model cannot load here: keyword search only (models.embed_error says why)
+        if embedder.fingerprint != fingerprint:  # the model's files changed since the fingerprint was taken
+            pending = store.chunks_missing_vectors(embedder.fingerprint, path)
+    report.vector_used = True
+    if not pending:
+        return
     total = len(pending)
     for start in range(0, total, EMBED_COMMIT_BATCH):
         batch = pending[start : start + EMBED_COMMIT_BATCH]
@@ -326,16 +370,12 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
     if root.is_dir() and not is_note_path(key, Path(real_path(root))):  # key: source_of's real path
         return None
     report = SyncReport()
-    embedder = models.embedder()
-    count = embedder.count_tokens if embedder else approximate_tokens
     if key.exists():
         here = _Checkout(source_id, checkout_id, Path(real_path(root)))
-        _guarded_sync_file(store, here, key, report, count, embedder.max_tokens if embedder else 512)
+        _guarded_sync_file(store, here, key, report, _Sizing(models))
     elif store.remove_copy(checkout_id, str(key)):
         report.removed += 1
-    if embedder is not None:
-        report.vector_used = True
-        _embed_missing(store, embedder, report, None, str(key))
+    _embed_missing(store, models, report, None, str(key))
     return report
 
 

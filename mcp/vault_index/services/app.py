@@ -127,12 +127,16 @@ class App:
         # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
         # them under the model of the last *finished* run (none) and said 0.
         # Outcome: `status` counts the vectors of the model this run embeds with, finished or not.
-        embedder = self.models.embedder()
+        # The fingerprint is known without loading the model: a sync with nothing to embed loads none.
+        fingerprint = self.models.embed_fingerprint() or ""
         with self.store.transaction() as db:
-            self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
+            self.store.set_meta(db, "embed_model", fingerprint)
         scope_of = partial(self._scope_of, by_agent=by_agent)
         report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
                               scope_of=scope_of)
+        if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
+            with self.store.transaction() as db:
+                self.store.set_meta(db, "embed_model", "")
         self._claim_for_vaults(paths or [])
         return self._seen_problems(report) if by_agent else report
 
