@@ -7,6 +7,7 @@ counts how often it is constructed (loading ONNX Runtime is what these paths mus
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -108,3 +109,44 @@ def test_a_model_that_cannot_load_leaves_no_model_recorded(tmp_path):
 
 def first_fingerprint(app: App) -> str:
     return app.models.embed_fingerprint()
+
+
+# --- the stat shortcut (issue 26): trusted only when the last look was not racy ---------------
+
+
+def test_an_edit_within_the_mtime_granularity_of_the_last_look_is_not_missed(tmp_path):
+    """A note indexed right after it was written, then changed to the same size with the same
+    mtime (a file system whose mtimes have a coarse tick): the stat says nothing changed, the
+    content did. The racy look recorded no mtime, so the next sync hashes the file."""
+    from vault_index.engine import indexer
+
+    app = App.open(make_settings(tmp_path))
+    note = write(tmp_path / "vault", "bike.md", BIKE)
+    app.index([str(note.parent)])
+    before = note.stat()
+    note.write_text(BIKE.replace("degreaser", "degreasor"), encoding="utf-8")  # same size
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime, as a coarse tick leaves it
+    assert note.stat().st_size == before.st_size
+    report = app.index()
+    assert report.indexed == 1, "a same-size edit within the mtime tick of the last look was missed"
+    assert any("degreasor" in text for _, text in app.store.db.execute("SELECT id, text FROM chunks"))
+    assert indexer.RACY_SECONDS > 0
+    app.close()
+
+
+def test_an_old_unchanged_note_is_trusted_by_its_stat_and_not_read(tmp_path, monkeypatch):
+    from vault_index.engine import indexer
+
+    app = App.open(make_settings(tmp_path))
+    note = write(tmp_path / "vault", "bike.md", BIKE)
+    hour_ago = note.stat().st_mtime - 3600
+    os.utime(note, (hour_ago, hour_ago))
+    app.index([str(note.parent)])
+    reads = []
+    real = indexer._read_note
+    monkeypatch.setattr(indexer, "_read_note", lambda *a: reads.append(a) or real(*a))
+    assert app.index().unchanged == 1 and reads == []
+    note.write_text(BIKE + "\nmore\n", encoding="utf-8")  # a fresh edit: read, indexed, then racy
+    assert app.index().indexed == 1 and len(reads) == 1
+    assert app.index().unchanged == 1 and len(reads) == 2  # racy look: hashed once more, same content
+    app.close()
