@@ -14,6 +14,11 @@ def test_a_small_bench_reports_a_floor_below_hybrid_and_their_ratio(tmp_path):
     # the floor is a part of what a hybrid search does, so it cannot cost more (allow timer noise)
     assert floor["p50_ms"] <= hybrid["p50_ms"] * 1.5
     assert out["hybrid_floor_ratio"] == round(hybrid["p95_ms"] / floor["p95_ms"], 2)
+    # issue 26: keyword indexing against the raw FTS5 insert of the same chunks, measured in this run
+    keyword = out["keyword_floor"]
+    assert keyword["chunks"] == out["chunks"] and keyword["floor_us_per_chunk"] > 0
+    assert keyword["ratio"] > 1  # the index inserts those very rows, and more
+    assert set(keyword["where_s"]) == {"read_and_hash", "parse", "chunk", "store_writes_and_rest", "fts_floor"}
 
 
 def test_the_floor_ratio_verdict_uses_the_target():

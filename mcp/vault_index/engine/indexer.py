@@ -147,9 +147,7 @@ def sync(
     report = SyncReport()
     paths = list(paths or [])
     targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report)
-    embedder = models.embedder() if embed else None
-    count = embedder.count_tokens if embedder else approximate_tokens
-    max_tokens = embedder.max_tokens if embedder else 512
+    sizing = _Sizing(models if embed else None)
 
     for checkout_id, source_id, root in targets:
         if not root.exists():
@@ -160,11 +158,17 @@ def sync(
         files = [root] if root.is_file() else list(walk_notes(root, unreadable))
         known = store.file_paths(source_id, checkout_id)  # what this checkout had at its last sync
         here = _Checkout(source_id, checkout_id, real_root)
+        ready: list[_Prepared] = []
         for done, path in enumerate(files, start=1):
             report.scanned += 1
-            _guarded_sync_file(store, here, path, report, count, max_tokens)
+            prepared = _guarded(store, path, report, _prepare, store, here, path, report, sizing)
+            if prepared is not None:
+                ready.append(prepared)
+            if ready and (len(ready) >= FLUSH_NOTES or time.perf_counter() - ready[0].at >= FLUSH_SECONDS):
+                _flush(store, ready, report)
             if progress:
                 progress("scan", done, len(files))
+        _flush(store, ready, report)
         for folder in unreadable:
             report.problems.append((str(folder), "cannot list this folder; its notes stay as last indexed"))
         kept = tuple(str(folder) + os.sep for folder in unreadable)
@@ -175,15 +179,30 @@ def sync(
                 store.record_problem(gone, None)
                 report.removed += 1
 
-    if embedder is not None:
-        report.vector_used = True
-        with _embedding_turn(store, progress):
-            _embed_missing(store, embedder, report, progress)
-        store.prune_vectors()
+    if embed:
+        _embed_missing(store, models, report, progress)
+    if report.vector_used and (report.indexed or report.removed):
+        store.prune_vectors()  # only a changed or removed note can leave a vector no chunk uses
     if report.indexed or report.removed or report.chunks_embedded:
         store.checkpoint()
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _Sizing:
+    """How chunks are measured: the embedder's tokenizer and window, asked for at the first note
+    that needs chunking. A sync that finds every note unchanged never loads the model (issue 26);
+    with no embedder (keyword only, or it cannot load) chunks are sized by approximate tokens."""
+
+    def __init__(self, models: Models | None):
+        self.models = models
+        self._got: tuple[Callable[[str], int], int] | None = None
+
+    def __call__(self) -> tuple[Callable[[str], int], int]:
+        if self._got is None:
+            embedder = self.models.embedder() if self.models is not None else None
+            self._got = (embedder.count_tokens, embedder.max_tokens) if embedder else (approximate_tokens, 512)
+        return self._got
 
 
 @dataclass(frozen=True)
@@ -195,8 +214,13 @@ class _Checkout:
     root: Path
 
 
-def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
-    """_sync_file, with any failure of this one file reported instead of ending the sync.
+def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> None:
+    """_sync_file, with any failure of this one file reported instead of ending the sync (_guarded)."""
+    _guarded(store, path, report, _sync_file, store, here, path, report, sizing)
+
+
+def _guarded(store: Store, path: Path | str, report: SyncReport, step, *args):
+    """`step(*args)`, with any failure of this one file reported instead of ending the sync.
 
     Trigger: an exception nobody foresaw in reading, parsing or chunking one note.
     Why: a sync of thousands of notes stopped at the first odd one, and every note after it
@@ -205,7 +229,7 @@ def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncRe
     they would fail every other file too.
     """
     try:
-        _sync_file(store, here, path, report, count, max_tokens)
+        return step(*args)
     except (VaultIndexError, *store.database_errors):
         raise
     except Exception as exc:  # noqa: BLE001 - one file's failure becomes its problem line
@@ -213,6 +237,18 @@ def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncRe
         message = f"skipped: could not be indexed ({type(exc).__name__}: {detail}); the rest of the sync went on"
         report.problems.append((str(path), message))
         store.record_problem(str(path), message)
+        return None
+
+
+# A sync writes the notes it has read and parsed together, in one transaction, when this many
+# are ready or the first of them waited this long (issue 26: one commit per note, three in fact,
+# cost more than the inserts). The write lock is held only while they are written; each note
+# is a savepoint of that transaction, so a failure still undoes that one note, whole.
+FLUSH_NOTES, FLUSH_SECONDS = 256, 0.25
+# A file modified this recently may change again within its mtime's granularity (a second on some
+# file systems) without its mtime or size changing: its copy is recorded with no mtime, so the
+# next sync reads and hashes it instead of trusting the stat (git's "racily clean" entries).
+RACY_SECONDS = 2.0
 
 
 # Trigger: one 713 KB note became 30,000 chunks and 12 minutes of embedding (issue 22). Why: a
@@ -237,53 +273,101 @@ FIRST_LOOK_MESSAGE = ("not indexed from here: differs from the version another c
                       "or pull here after this sync counts")
 
 
-def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, count, max_tokens: int) -> None:
-    """Index one note of the checkout `here` (a folder, or the note itself for a file source).
+@dataclass
+class _Prepared:
+    """A note read, parsed and chunked, waiting for its write (_write)."""
+
+    here: _Checkout
+    key: str
+    stat: os.stat_result
+    digest: str
+    text: str
+    note: object
+    chunks: list
+    cut: str | None
+    at: float  # when it was ready (perf_counter)
+
+
+def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> None:
+    """Index one note of the checkout `here` (a folder, or the note itself for a file source)."""
+    prepared = _prepare(store, here, path, report, sizing)
+    if prepared is not None:
+        _write(store, prepared, report)
+
+
+def _flush(store: Store, ready: list[_Prepared], report: SyncReport) -> None:
+    """Write the prepared notes in one transaction (Store.batch), each a savepoint of it."""
+    if not ready:
+        return
+    with store.batch():
+        for prepared in ready:
+            _guarded(store, prepared.key, report, _write, store, prepared, report)
+    ready.clear()
+
+
+def _prepare(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> _Prepared | None:
+    """Read, parse and chunk one note when it needs writing; None when it does not.
 
     The rules of engine/files/checkouts.py: an unchanged copy does nothing; a changed one replaces the
     stored note when its checkout had the stored version, else only when it is newer; an older
     one is stale. Checked here first (no parse, no chunking for a stale copy), and again, for
-    good, inside replace_file's write transaction.
+    good, inside replace_file's write transaction. "Unchanged" is the stat (mtime and size) of
+    the copy's last look, unless that look was racy (RACY_SECONDS): then the content decides.
     """
     key = str(path)
     try:
         stat = os.stat(path, follow_symlinks=False)  # a note swapped for a link: changed, read, refused
     except OSError as exc:
         report.problems.append((key, f"skipped: {exc.strerror or exc}"))
-        return
+        return None
     mine = store.copy_state(here.checkout_id, key)
     if mine and not mine.gone and mine.mtime == stat.st_mtime and mine.size == stat.st_size:
         report.unchanged += 1
-        return
+        return None
     text, raw, problem, read_stat = _read_note(here.root, path)
     if problem:
         report.problems.append((key, problem))
         store.record_problem(key, problem)
         if mine and not mine.gone:
             store.remove_copy(here.checkout_id, key)  # no longer a note here: as if it had gone
-        return
+        return None
     digest = hashlib.sha256(raw).hexdigest()
     stat = read_stat  # record the file that was read, not the one looked at before
     state = store.file_state(key)
     if state and checkouts.against_stored(state.mtime, state.hash, mine, stat.st_mtime, digest) != checkouts.WRITE:
-        store.record_copy(here.checkout_id, key, stat.st_mtime, stat.st_size, digest)
+        store.record_copy(here.checkout_id, key, _trusted_mtime(stat), stat.st_size, digest)
         _not_written(report, key, state.hash == digest, first_look=mine is None)
-        return
+        return None
     note = parse_note(key, text)
+    count, max_tokens = sizing()
     # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
     chunks, cut = capped(chunk_note(replace(note, title=alias_title(note)), count, max_tokens))
-    if not store.replace_file(here.source_id, key, (stat.st_mtime, stat.st_size), digest, note, chunks,
+    return _Prepared(here, key, stat, digest, text, note, chunks, cut, time.perf_counter())
+
+
+def _write(store: Store, p: _Prepared, report: SyncReport) -> None:
+    key, here, note, stat = p.key, p.here, p.note, p.stat
+    if not store.replace_file(here.source_id, key, (stat.st_mtime, stat.st_size), p.digest, note, p.chunks,
                               here.checkout_id):
         now = store.file_state(key)  # another indexer got there first, or a removal is newer
-        _not_written(report, key, now is not None and now.hash == digest)
+        _not_written(report, key, now is not None and now.hash == p.digest)
         return
-    store.update_links(key, str(here.root), text, note)
-    store.record_problem(key, "; ".join(m for m in (note.frontmatter_error, cut) if m) or None)
+    if _trusted_mtime(stat) is None:  # racy: the next sync hashes it (the note's own mtime is kept)
+        store.record_copy(here.checkout_id, key, None, stat.st_size, p.digest)
+    store.update_links(key, str(here.root), p.text, note)
+    store.record_problem(key, "; ".join(m for m in (note.frontmatter_error, p.cut) if m) or None)
     if note.frontmatter_error:
         report.problems.append((key, note.frontmatter_error + " (body indexed)"))
-    if cut:
-        report.problems.append((key, cut))
+    if p.cut:
+        report.problems.append((key, p.cut))
     report.indexed += 1
+
+
+def _trusted_mtime(stat: os.stat_result) -> float | None:
+    """The mtime a later stat may be compared with; None when it is within RACY_SECONDS of now
+    (a later edit may leave the same mtime). One far off (a touch into the future, a clock
+    elsewhere) is no race: an edit now gives the file a different mtime."""
+    return None if abs(time.time() - stat.st_mtime) < RACY_SECONDS else stat.st_mtime
 
 
 def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = False) -> None:
@@ -295,9 +379,39 @@ def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = Fa
 
 
 def _embed_missing(
-    store: Store, embedder, report: SyncReport, progress: Progress | None, path: str | None = None
+    store: Store, models: Models, report: SyncReport, progress: Progress | None, path: str | None = None
 ) -> None:
-    pending = store.chunks_missing_vectors(embedder.fingerprint, path)
+    """Embed the chunks (of `path`, or all) that lack a vector under the model's fingerprint.
+
+    The fingerprint is known without loading the model (Models.embed_fingerprint): when no chunk
+    lacks a vector the model is never loaded, and the report still says vectors are used.
+    """
+    fingerprint = models.embed_fingerprint()
+    if fingerprint is None:
+        models.embedder()  # no model (turned off, or its setting cannot resolve): records why
+        return
+    if not store.chunks_missing_vectors(fingerprint, path):
+        report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
+        return
+    if path is None:
+        with _embedding_turn(store, progress):
+            _embed_pending(store, models, fingerprint, report, progress, None)
+    else:
+        _embed_pending(store, models, fingerprint, report, progress, path)
+
+
+def _embed_pending(store: Store, models: Models, fingerprint: str, report: SyncReport,
+                   progress: Progress | None, path: str | None) -> None:
+    pending = store.chunks_missing_vectors(fingerprint, path)
+    if pending:
+        embedder = models.embedder()
+        if embedder is None:
+            return  # the model cannot load here: keyword search only (models.embed_error says why)
+        if embedder.fingerprint != fingerprint:  # the model's files changed since the fingerprint was taken
+            pending = store.chunks_missing_vectors(embedder.fingerprint, path)
+    report.vector_used = True
+    if not pending:
+        return
     total = len(pending)
     for start in range(0, total, EMBED_COMMIT_BATCH):
         batch = pending[start : start + EMBED_COMMIT_BATCH]
@@ -326,16 +440,12 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
     if root.is_dir() and not is_note_path(key, Path(real_path(root))):  # key: source_of's real path
         return None
     report = SyncReport()
-    embedder = models.embedder()
-    count = embedder.count_tokens if embedder else approximate_tokens
     if key.exists():
         here = _Checkout(source_id, checkout_id, Path(real_path(root)))
-        _guarded_sync_file(store, here, key, report, count, embedder.max_tokens if embedder else 512)
+        _guarded_sync_file(store, here, key, report, _Sizing(models))
     elif store.remove_copy(checkout_id, str(key)):
         report.removed += 1
-    if embedder is not None:
-        report.vector_used = True
-        _embed_missing(store, embedder, report, None, str(key))
+    _embed_missing(store, models, report, None, str(key))
     return report
 
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
-from vault_index.engine import indexer
 from vault_index.engine.embedding.models import Models
 from vault_index.engine.files.fileio import read_note
 from vault_index.engine.files.sources import looks_binary, real_path, resolve_inside
@@ -24,8 +24,10 @@ from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
 from vault_index.services.vault.vault import Vault
 from vault_index.services.workspace import Workspace
-from vault_index.services.writes.write import WriteService
 from vault_index.types import SearchResult, SyncReport
+
+if TYPE_CHECKING:  # imported where used: the MCP handshake needs neither (issue 26)
+    from vault_index.services.writes.write import WriteService
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
 MAX_NOTE_CHARS = 100_000
@@ -100,6 +102,8 @@ class App:
                 if scope and scope == self.workspace.key and self.workspace.kind == workspaces.PROJECT]
         if not wanted and not ours:
             return None
+        from vault_index.engine import indexer
+
         scope_of = lambda p: self.workspace.scope_for(p, by_agent=False)  # noqa: E731
         # the project's sources registered before are brought up to date with the new ones
         return indexer.sync(self.store, self.models, [*wanted, *ours], progress, embed=embed, scope_of=scope_of)
@@ -127,12 +131,18 @@ class App:
         # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
         # them under the model of the last *finished* run (none) and said 0.
         # Outcome: `status` counts the vectors of the model this run embeds with, finished or not.
-        embedder = self.models.embedder()
+        # The fingerprint is known without loading the model: a sync with nothing to embed loads none.
+        fingerprint = self.models.embed_fingerprint() or ""
         with self.store.transaction() as db:
-            self.store.set_meta(db, "embed_model", embedder.fingerprint if embedder else "")
+            self.store.set_meta(db, "embed_model", fingerprint)
+        from vault_index.engine import indexer
+
         scope_of = partial(self._scope_of, by_agent=by_agent)
         report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
                               scope_of=scope_of)
+        if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
+            with self.store.transaction() as db:
+                self.store.set_meta(db, "embed_model", "")
         self._claim_for_vaults(paths or [])
         return self._seen_problems(report) if by_agent else report
 
@@ -168,6 +178,8 @@ class App:
         return self.workspace.scope_for(path, by_agent=by_agent)
 
     def reindex_file(self, path: str) -> SyncReport | None:
+        from vault_index.engine import indexer
+
         return indexer.reindex_file(self.store, self.models, path)
 
     def source_target(self, path: str) -> str:
@@ -197,6 +209,8 @@ class App:
 
     def writer(self, vault: Vault) -> WriteService:
         """The write service for `vault`, re-indexing each written file through this App."""
+        from vault_index.services.writes.write import WriteService
+
         return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)))
 
     # --- reads ------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from vault_index.errors import UsageError
-from vault_index.services.writes import write
-from vault_index.services.writes.write import Caller
+from vault_index.services.writes import write_types
+from vault_index.services.writes.write_types import Caller
 
 MAX_AGENT_CHARS = 80
 
@@ -39,7 +39,7 @@ def local_role(vault, flag: str | None = None) -> str | None:
 @functools.lru_cache(maxsize=8)
 def local_identity(root: str) -> str:
     """"Name <email>" of the person at this machine (git config, else the login), once per process."""
-    return write.local_identity(Path(root))
+    return write_types.local_identity(Path(root))
 
 
 def cli_caller(vault, role_flag: str | None = None) -> Caller:
@@ -81,4 +81,6 @@ def stdio_caller_factory(role_flag: str | None = None):
         return Caller(identity=local_identity(str(Path(vault.root))), role=local_role(vault, role_flag),
                       agent=client_name(ctx))
 
+    # the role alone, for the instructions before the handshake: no `git config` runs for it
+    factory.role_of = lambda vault: local_role(vault, role_flag)
     return factory

@@ -2,7 +2,8 @@
 
 Every tool is declared in surfaces/tools.py; a transport only chooses the wire and who the caller
 is (here: the local person, surfaces/callers.py). Start-up must stay light: the handshake is
-answered before numpy, onnxruntime or fastembed load; models load on the first search.
+answered before numpy, onnxruntime or fastembed load, and before the tool modules are imported
+(they register before the first message after initialize); models load on the first search.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 from vault_index.surfaces.callers import stdio_caller_factory
 from vault_index.surfaces.shutdown import leave_if_still_embedding, stop_watcher
-from vault_index.surfaces.tools import build_server, graph_summary, instructions
+from vault_index.surfaces.tools import build_server, graph_summary, instructions, start_server
 
-__all__ = ["build_server", "graph_summary", "instructions", "serve_stdio"]
+__all__ = ["build_server", "graph_summary", "instructions", "serve_stdio", "start_server"]
 
 
 def _exit_on_interrupt() -> None:
@@ -52,22 +53,28 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
 
         print(f"vault-index: the server cannot start: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
-    stop = edits = watcher = None
+    started: dict = {}
     try:
-        server = build_server(app, memory_file, stdio_caller_factory(role), vault_root=vault_root)
-        edits = listen_for_edits(app)
-        if watch:  # its own connection on its own thread; shares the (lazily loaded) models
-            from vault_index.services.watch import start_in_background
+        # initialize is answered with the instructions alone; the tools, the edit listener and
+        # the watcher start after it, before any later message reaches the SDK (issue 26)
+        server, register = start_server(app, memory_file, stdio_caller_factory(role), vault_root=vault_root)
 
-            watcher, stop, _ = start_in_background(lambda: app.reopen())
+        def after_handshake() -> None:
+            register()
+            started["edits"] = listen_for_edits(app)
+            if watch:  # its own connection on its own thread; shares the (lazily loaded) models
+                from vault_index.services.watch import start_in_background
+
+                started["watcher"], started["stop"], _ = start_in_background(lambda: app.reopen())
+
         import anyio
 
         from vault_index.surfaces import stdio_guard
 
-        anyio.run(stdio_guard.serve, server)  # the SDK's stdio transport, behind the guard
+        anyio.run(stdio_guard.serve, server, after_handshake)  # the SDK's stdio transport, behind the guard
     finally:
-        stop_watcher(watcher, stop)
-        if edits is not None:
-            edits.stop()
+        stop_watcher(started.get("watcher"), started.get("stop"))
+        if started.get("edits") is not None:
+            started["edits"].stop()
         app.close()
     leave_if_still_embedding()  # never finalize under a thread inside onnxruntime (surfaces/shutdown.py)

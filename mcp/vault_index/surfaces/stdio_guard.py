@@ -136,10 +136,16 @@ class Wire:
 
 
 class GuardedInput:
-    """The lines the SDK reads: only those the guard passed; the rest are answered on `wire`."""
+    """The lines the SDK reads: only those the guard passed; the rest are answered on `wire`.
 
-    def __init__(self, binary: BinaryIO, wire: Wire, validate: Callable[[str], object]):
+    `after_handshake`: run once, before the first passed line that is not `initialize` reaches
+    the SDK (the server's tools register there, after the handshake was answered: issue 26).
+    """
+
+    def __init__(self, binary: BinaryIO, wire: Wire, validate: Callable[[str], object],
+                 after_handshake: Callable[[], None] | None = None):
         self._binary, self._wire, self._validate = binary, wire, validate
+        self._after_handshake = after_handshake
         self.answered = 0  # how many lines the guard answered itself
 
     def _next(self) -> Verdict | None:
@@ -164,7 +170,15 @@ class GuardedInput:
                 self.answered += 1
                 await self._wire.write(json.dumps(verdict.error))
             elif verdict.line is not None:
+                if self._after_handshake is not None and _method(verdict.line) != "initialize":
+                    step, self._after_handshake = self._after_handshake, None
+                    step()
                 yield verdict.line + "\n"
+
+
+def _method(line: str) -> object:
+    """The JSON-RPC method of a line the guard passed (a JSON object); None for a response."""
+    return json.loads(line).get("method")
 
 
 @contextmanager
@@ -192,8 +206,9 @@ def claimed_stdio():
                 pass
 
 
-async def serve(server) -> None:
-    """Run an MCPServer over the process's stdio with the guard in front of the SDK's reader."""
+async def serve(server, after_handshake: Callable[[], None] | None = None) -> None:
+    """Run an MCPServer over the process's stdio with the guard in front of the SDK's reader;
+    `after_handshake` runs once initialize was answered (GuardedInput)."""
     import mcp_types
     from mcp.server.stdio import stdio_server
 
@@ -202,7 +217,7 @@ async def serve(server) -> None:
 
     with claimed_stdio() as (reader, writer):
         wire = Wire(writer)
-        guarded = GuardedInput(reader, wire, validate)
+        guarded = GuardedInput(reader, wire, validate, after_handshake)
         async with stdio_server(stdin=guarded, stdout=wire) as (read_stream, write_stream):
             # What MCPServer.run_stdio_async does, with our streams: the SDK has no public way
             # to pass them to an MCPServer (tests/faults/test_stdio_guard.py runs the real server).

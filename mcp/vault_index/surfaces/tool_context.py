@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from vault_index.config import content_dir, content_root, project_dir
+from vault_index.config import content_dir, project_dir
 from vault_index.errors import VaultIndexError
 from vault_index.services.access.access import Scope, is_indexed, scope_for
 from vault_index.services.app import App
@@ -25,29 +25,7 @@ from vault_index.services.workspace import other_vault, refuse_other_vault
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.shapes import denied_text
 from vault_index.surfaces.tool_inputs import CallerFactory
-
-
-class _Vaults:
-    """The vault config, re-read when its file changes (no restart after editing roles)."""
-
-    def __init__(self, app: App, root: Path):
-        self.app, self.root = app, root
-        self._stamp: tuple | None = None
-        self._vault = None
-
-    def get(self):
-        if not self.root.exists():
-            content_root()  # the personal folder is made on first use, not at every server start
-        config = self.root / ".vault-index" / "config.yaml"
-        try:
-            info = config.stat()
-            stamp = (info.st_mtime_ns, info.st_size)
-        except OSError:
-            stamp = None
-        if self._vault is None or stamp != self._stamp:
-            self._vault = self.app.vault(self.root)  # raises ConfigError with the key path
-            self._stamp = stamp
-        return self._vault
+from vault_index.surfaces.vaults import _Vaults
 
 
 class ToolContext:

@@ -16,19 +16,18 @@ tools_vault) whose first argument is the server's ToolContext (surfaces/tool_con
 below is the one table every transport registers, in the order tools/list shows them.
 
 Start-up stays light: no model loads before the handshake; models load on the first search.
+The tool modules themselves load after the handshake on stdio (start_server): initialize
+needs only the server's instructions (issue 26).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import typing
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp.server import MCPServer
-from mcp.types import ToolAnnotations
 
 from vault_index import __version__
 from vault_index.config import content_dir
@@ -36,66 +35,41 @@ from vault_index.errors import VaultIndexError
 from vault_index.services.access.access import scope_for
 from vault_index.services.app import App
 from vault_index.services.graph import graph as graph_service
-from vault_index.surfaces import tools_graph, tools_notes, tools_search, tools_vault
-from vault_index.surfaces.prompts import register_prompts
-from vault_index.surfaces.resources import register_resources
-from vault_index.surfaces.tool_context import ToolContext, _Vaults
-from vault_index.surfaces.tool_inputs import (
-    GRAPH_WRITE,
-    INDEXING,
-    NOTE_WRITE,
-    READ_ONLY,
-    REMOVING,
-    WRITING,
-    CallerFactory,
-)
+from vault_index.surfaces.vaults import _Vaults
 
-# (tool function, its annotations), in tools/list order: the one registry of every transport.
-# A tool's docstring is its description byte for byte (scripts/tools-snapshot.json holds tools/list):
-# continuation lines keep the eight spaces they had when the tools were closures.
-TOOLS: tuple[tuple[Callable, ToolAnnotations], ...] = (
-    (tools_search.search_notes, READ_ONLY),
-    (tools_search.get_note, READ_ONLY),
-    (tools_search.list_sources, READ_ONLY),
-    (tools_search.index_paths, INDEXING),
-    (tools_search.remove_source, REMOVING),
-    (tools_graph.graph_create, GRAPH_WRITE),
-    (tools_graph.graph_search, READ_ONLY),
-    (tools_graph.graph_open, READ_ONLY),
-    (tools_graph.recall, READ_ONLY),
-    (tools_vault.lesson_add, WRITING),
-    (tools_vault.lesson_supersede, WRITING),
-    (tools_vault.lesson_retire, WRITING),
-    (tools_vault.adr_create, WRITING),
-    (tools_notes.note_read, READ_ONLY),
-    (tools_notes.note_write, NOTE_WRITE),
-    (tools_vault.tension_log, WRITING),
-    (tools_vault.vault_review, READ_ONLY),
-    (tools_notes.note_links, READ_ONLY),
-)
+if TYPE_CHECKING:
+    from vault_index.surfaces.tool_inputs import CallerFactory
 
 
-def bind(fn: Callable, tc: ToolContext) -> Callable:
-    """`fn` with its ToolContext given: the same name, docstring and parameters minus the first,
-    so the SDK derives the same schema as from the function itself."""
-    signature = inspect.signature(fn, eval_str=True)
-    first, *rest = signature.parameters
+def __getattr__(name: str):
+    """`tools.TOOLS` and `tools.bind`, from surfaces/tool_table.py (imported on first use)."""
+    if name in ("TOOLS", "bind"):
+        from vault_index.surfaces import tool_table
 
-    @functools.wraps(fn)
-    def tool(*args, **kwargs):
-        return fn(tc, *args, **kwargs)
-
-    tool.__signature__ = signature.replace(parameters=[signature.parameters[name] for name in rest])
-    hints = typing.get_type_hints(fn, include_extras=True)
-    tool.__annotations__ = {name: hint for name, hint in hints.items() if name != first}
-    del tool.__wrapped__  # the SDK reads the signature above, not the one with the context
-    return tool
+        return getattr(tool_table, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_server(app: App, memory_file: str | Path | None = None, caller_factory: CallerFactory | None = None,
                  *, vault_root: str | Path | None = None, instructions_text: str | None = None) -> MCPServer:
     """The MCP server with every tool. `caller_factory(vault, ctx)` names who calls (default: the
     local person, as the stdio transport does)."""
+    server, register = start_server(app, memory_file, caller_factory, vault_root=vault_root,
+                                    instructions_text=instructions_text)
+    register()
+    return server
+
+
+def start_server(app: App, memory_file: str | Path | None = None, caller_factory: CallerFactory | None = None,
+                 *, vault_root: str | Path | None = None,
+                 instructions_text: str | None = None) -> tuple[MCPServer, Callable[[], None]]:
+    """(the server with its instructions, the step that registers its tools, prompts and resources).
+
+    Trigger: the handshake waited for every tool module's import and schema (issue 26). Why:
+    `initialize` answers with the instructions only; the tools are first asked for after it.
+    Outcome: the stdio transport answers initialize, then registers before passing on any later
+    message (surfaces/stdio_guard.py); build_server does both at once.
+    """
     if memory_file:  # every tool, the write tools too, reads the graph path from app.settings
         app.settings = replace(app.settings, memory_file=Path(memory_file).expanduser())
     memory_file = app.settings.memory_file
@@ -107,18 +81,27 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
         app.serve_from(Path(vault_root).expanduser().resolve())
     home = app.workspace.root if app.workspace.kind == "vault" else content_dir()
     vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else home)
-    tc = ToolContext(app, memory_file, caller_factory, vaults)
     text = instructions_text or instructions(app.status() if _reads_all(vaults, caller_factory) else None,
                                              memory_file, app.fact_visible())
     server = MCPServer("vault-index", version=__version__, instructions=text)
-    bound = {}
-    for fn, hints in TOOLS:
-        bound[fn.__name__] = server.tool(annotations=hints, structured_output=True)(bind(fn, tc))
-    # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
-    # resource is read by the get_note tool above, so it answers what get_note answers
-    register_prompts(server)
-    register_resources(server, app, read_note=bound["get_note"], scope_of=lambda ctx: tc.who(ctx)[2], lock=tc.lock)
-    return server
+
+    def register() -> None:
+        from vault_index.surfaces.prompts import register_prompts
+        from vault_index.surfaces.resources import register_resources
+        from vault_index.surfaces.tool_context import ToolContext
+        from vault_index.surfaces.tool_table import TOOLS, bind
+
+        tc = ToolContext(app, memory_file, caller_factory, vaults)
+        bound = {}
+        for fn, hints in TOOLS:
+            bound[fn.__name__] = server.tool(annotations=hints, structured_output=True)(bind(fn, tc))
+        # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
+        # resource is read by the get_note tool above, so it answers what get_note answers
+        register_prompts(server)
+        register_resources(server, app, read_note=bound["get_note"], scope_of=lambda ctx: tc.who(ctx)[2],
+                           lock=tc.lock)
+
+    return server, register
 
 
 def graph_summary(memory_file: Path, visible=None) -> str:
@@ -139,7 +122,9 @@ def _reads_all(vaults, caller_factory) -> bool:
     collection: only then do the instructions name the sources and count the notes (issue 22)."""
     try:
         vault = vaults.get()
-        return scope_for(vault, vault.grants(caller_factory(vault, None).role)).reads_all
+        role_of = getattr(caller_factory, "role_of", None)  # stdio: the role without the identity
+        role = role_of(vault) if role_of is not None else caller_factory(vault, None).role
+        return scope_for(vault, vault.grants(role)).reads_all
     except Exception:  # noqa: BLE001 - a broken config or no caller: the plain instructions
         return False
 

@@ -33,6 +33,7 @@ from vault_index.engine.parsing.chunk import approximate_tokens, embed_text_for
 from vault_index.engine.stores.store import Store
 from vault_index.errors import UsageError
 from vault_index.services.search.search import Searcher
+from vault_index.tooling import bench_speed
 from vault_index.tooling.bench_corpus import COMMON, SECTIONS_PER_FILE, Vocabulary, _loadavg, make_queries, write_vault
 
 DIM = 384
@@ -117,6 +118,7 @@ def bench_size(args, size: int, n_queries: int, workdir: Path, reranker) -> dict
     t0 = time.perf_counter()
     indexer.sync(store, Models.fixed(None), None, embed=False)
     out["resync_unchanged_s"] = round(time.perf_counter() - t0, 3)
+    out["keyword_floor"] = _guard(bench_speed.keyword_floor, store, root, report.seconds, workdir)
 
     fake = RandomEmbedder()
     t0 = time.perf_counter()
@@ -359,6 +361,10 @@ def run_bench(args) -> int:
             smallest = min(sizes) if sizes else None
             db = workdir / f"index-{smallest}.db"
             result["server"] = _guard(bench_server.bench_server, workdir, db, args)
+            _say(args, "re-index with vectors on and off (vault-index index, child processes)")
+            result["speed"] = {"floor": [s.get("keyword_floor") for s in result["sizes"]],
+                               "reindex": _guard(bench_speed.bench_reindex, workdir, db, workdir / f"vault-{smallest}")}
+            bench_speed.clean(workdir)
         if "embedder" in parts:
             _say(args, "real embedder sample (shipped MiniLM)")
             result["embedder"] = _guard(bench_embedder, args, workdir, 1 if args.quick else 2)
@@ -389,7 +395,8 @@ def run_bench(args) -> int:
     if args.json:
         print(json.dumps(result, default=str))
     else:
-        print(bench_server.render(result, TARGETS) + "\n\n" + bench_hooks.render(result.get("hooks"))
+        print(bench_server.render(result, TARGETS) + "\n\n" + bench_speed.render(result.get("speed"))
+              + "\n\n" + bench_hooks.render(result.get("hooks"))
               + "\n\n" + bench_graph.render(result.get("graph"))
               + "\n\n" + bench_footprint.render(result.get("footprint"), result.get("serving"))
               + "\n\n" + bench_edits.render(result.get("edits"))

@@ -87,7 +87,8 @@ async def _spawn(args: list[str], env: dict, calls: list[tuple[str, dict]], errl
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     before = _children()
-    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    # as Claude Code starts it: CLAUDE_PROJECT_DIR set and the project as the working folder
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=env.get("CLAUDE_PROJECT_DIR"))
     out: dict = {}
     t0 = time.perf_counter()
     async with stdio_client(params, errlog=errlog) as (read, write):
@@ -111,6 +112,9 @@ def bench_server(workdir: Path, db: Path, args) -> dict:
     bare = workdir / "bare_server.py"
     bare.write_text(BARE_SERVER, encoding="utf-8")
     env = _server_env(db)
+    project = workdir / "project"  # a project folder of its own (no docs/ or notes/: nothing to adopt)
+    project.mkdir(exist_ok=True)
+    env["CLAUDE_PROJECT_DIR"] = str(project)
     query = {"query": "deploy cache rollback", "limit": 8}
     calls = [("search_notes", {**query, "mode": "keyword"}), ("search_notes", {**query, "mode": "hybrid"})]
     runs: dict[str, list[dict]] = {"vault-index": [], "bare": []}

@@ -372,6 +372,7 @@ class Models:
         self.embed_error: str | None = None
         self.rerank_error: str | None = None
         self._embed_tried = self._rerank_tried = False
+        self._fingerprint: str | None = None  # embed_fingerprint(), computed once
 
     def embedder(self) -> Embedder | None:
         with self._lock:
@@ -386,6 +387,25 @@ class Models:
                 except ModelUnavailableError as exc:
                     self.embed_error = str(exc)
             return self._embedder
+
+    def embed_fingerprint(self) -> str | None:
+        """The fingerprint the embedder has or would have, without loading it (None: no model).
+
+        The indexer compares it with the vectors the store holds, so a sync that finds nothing
+        to embed never starts the embedding runtime (issue 26). A setting that cannot even be
+        resolved (a missing folder or package) is remembered as the embedder's error.
+        """
+        with self._lock:
+            if self._embed_tried:
+                return self._embedder.fingerprint if self._embedder is not None else None
+            if self._fingerprint is None:
+                try:
+                    spec = parse_model_setting(self.embed_setting, self.cache)
+                except ModelUnavailableError as exc:
+                    self._embed_tried, self.embed_error = True, str(exc)
+                    return None
+                self._fingerprint = _fingerprint(spec) if spec is not None else ""
+            return self._fingerprint or None
 
     def reranker(self) -> Reranker | None:
         with self._lock:

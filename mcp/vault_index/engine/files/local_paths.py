@@ -124,6 +124,9 @@ class LocalPaths:
     def transaction(self):
         return self.inner.transaction()
 
+    def batch(self):
+        return self.inner.batch()
+
     def recovery_notice(self):
         return self.inner.recovery_notice()
 

@@ -137,6 +137,11 @@ class PgStore(PgReads, PgVectors):
                 "try again when it has finished"
             ) from exc
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Each transaction commits on its own here (a server round trip each, not a file's WAL)."""
+        yield
+
     # --- meta -------------------------------------------------------------------------------
 
     def get_meta(self, key: str, default: str = "") -> str:

@@ -35,6 +35,13 @@ from vault_index.errors import (
 )
 
 
+class _Batch:
+    """Store.batch's state: whether its transaction has begun (at its first write)."""
+
+    def __init__(self):
+        self.open = False
+
+
 class Store(SqliteReads, SqliteVectors):
     """A connection to the index file. One per process and use case; not shared across threads.
 
@@ -59,6 +66,7 @@ class Store(SqliteReads, SqliteVectors):
         self.read_only: str | None = None  # why writes are refused, when they are
         self.notices: list[str] = []
         self._chunk_count: tuple[str, int] | None = None  # (generation, count): chunk_count()
+        self._batch: _Batch | None = None  # inside batch(): transactions are savepoints of one
         try:  # the index holds every note's text: 0600 in 0700 folders, whatever the umask (issue 22)
             private.private_index(self.path, Path(locations.index_home()))
         except OSError as exc:
@@ -118,6 +126,8 @@ class Store(SqliteReads, SqliteVectors):
         except sqlite3.Error:
             pass
         self.db = self._rebuild(damage)
+        if self._batch is not None:
+            self._batch.open = False  # its transaction went with the damaged file
         self._chunk_count = None  # a new file: its generation says nothing about the old count
 
     def recovery_notice(self) -> str | None:
@@ -160,6 +170,10 @@ class Store(SqliteReads, SqliteVectors):
         if self.read_only:
             raise IndexReadOnlyError(recovery.read_only_message(self.path, self.read_only))
         try:
+            if self._batch is not None:
+                with self._savepoint(self._batch) as db:
+                    yield db
+                return
             with self.db:
                 # Take the write lock up front: reads inside (a file's old id) stay valid until
                 # commit even when another process indexes the same files at the same time.
@@ -174,6 +188,46 @@ class Store(SqliteReads, SqliteVectors):
             if recovery.is_read_only(exc):
                 raise IndexReadOnlyError(recovery.read_only_message(self.path, str(exc))) from exc
             raise
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The transactions made inside commit together, once, at the end.
+
+        Trigger: a sync committed three times per note (its rows, its links, its problem line).
+        Why: each commit writes WAL frames and makes FTS5 flush a segment; a keyword index of
+        many small notes spent more on commits than on inserting their text (issue 26).
+        Outcome: each transaction inside is a savepoint (a failure still undoes that one
+        transaction, whole); the write lock is taken at the first and held to the end, so the
+        caller keeps a batch short (the indexer writes notes it has already parsed).
+        """
+        if self._batch is not None or self.read_only:
+            yield
+            return
+        self._batch = batch = _Batch()
+        try:
+            yield
+        finally:
+            self._batch = None
+            if batch.open:
+                try:
+                    self.db.commit()  # every savepoint inside was released or rolled back: whole ones only
+                except sqlite3.Error:
+                    self.db.rollback()
+                    raise
+
+    @contextmanager
+    def _savepoint(self, batch: _Batch) -> Iterator[sqlite3.Connection]:
+        if not batch.open:
+            self.db.execute("BEGIN IMMEDIATE")
+            batch.open = True
+        self.db.execute("SAVEPOINT step")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK TO step")
+            self.db.execute("RELEASE step")
+            raise
+        self.db.execute("RELEASE step")
 
     # --- meta -------------------------------------------------------------------------------
 
@@ -407,5 +461,6 @@ def _recovering(method):
 # Every public method, the mixins' too (inspect.getattr_static: the function as its class defines it).
 for _name in sorted({name for cls in Store.__mro__[:-1] for name in vars(cls)}):
     _method = inspect.getattr_static(Store, _name)
-    if not _name.startswith("_") and callable(_method) and _name not in ("close", "transaction", "recover_now"):
+    if not _name.startswith("_") and callable(_method) and _name not in ("close", "transaction", "recover_now",
+                                                                         "batch"):
         setattr(Store, _name, _recovering(_method))

@@ -1,0 +1,97 @@
+"""Before and after in one run: the bench's search and indexing numbers of two checkouts, interleaved.
+
+    .venv/bin/python scripts/bench_ab.py [--base main] [--size 1000] [--rounds 2]
+
+The base ref is exported with `git archive` into a temporary folder and run with this venv (its
+`mcp/` first on PYTHONPATH); the working tree is the other side. Each round runs, for base then
+for this tree, one child process that does `bench.bench_size` (keyword indexing, searches in every
+mode, an edit re-indexed with stand-in vectors) and `bench.bench_embedder` (200 chunks indexed
+with the real shipped MiniLM). Medians over the rounds, the ratio this tree / base, and the load
+average beside them: only the ratio means anything on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHILD = """\
+import json, sys, tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from vault_index.tooling import bench
+size, queries = int(sys.argv[1]), int(sys.argv[2])
+work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+args = SimpleNamespace(silent=True)
+out = bench.bench_size(args, size, queries, work, None)
+embed = bench.bench_embedder(args, work, 1)
+print(json.dumps({"size": out, "embedder": embed}))
+"""
+ROWS = (  # (label, path into the child's JSON)
+    ("index, keyword path s", ("size", "index_s")),
+    ("re-sync, nothing changed s", ("size", "resync_unchanged_s")),
+    ("search keyword p50 ms", ("size", "search", "keyword", "p50_ms")),
+    ("search keyword p95 ms", ("size", "search", "keyword", "p95_ms")),
+    ("search vector p50 ms", ("size", "search", "vector", "p50_ms")),
+    ("search hybrid p50 ms", ("size", "search", "hybrid", "p50_ms")),
+    ("search hybrid p95 ms", ("size", "search", "hybrid", "p95_ms")),
+    ("re-index 1 edit, stand-in vectors p50 ms", ("size", "reindex", "with_vectors", "p50_ms")),
+    ("index 200 chunks, real MiniLM, end to end s", ("embedder", "end_to_end_s")),
+)
+
+
+def _child(mcp_path: Path, size: int, queries: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(mcp_path), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(size), str(queries)], env=env,
+                          capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"bench child failed ({mcp_path}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _dig(data: dict, keys: tuple) -> float | None:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="main")
+    parser.add_argument("--size", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-ab-base-") as base:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", args.base], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", base], input=archive.stdout, check=True)
+        sides = {"base": Path(base) / "mcp", "this": REPO / "mcp"}
+        runs: dict[str, list[dict]] = {name: [] for name in sides}
+        load = [os.getloadavg()[0]]
+        for _ in range(args.rounds):
+            for name, path in sides.items():
+                runs[name].append(_child(path, args.size, args.queries))
+        load.append(os.getloadavg()[0])
+    print(f"before ({args.base}) and after (this tree), size {args.size}, {args.rounds} rounds interleaved, "
+          f"load average {load[0]:.1f} -> {load[1]:.1f}")
+    print(f"{'':46}{'base':>10}{'this':>10}{'this/base':>11}")
+    for label, keys in ROWS:
+        values = {}
+        for name in sides:
+            got = [v for v in (_dig(run, keys) for run in runs[name]) if isinstance(v, (int, float))]
+            values[name] = statistics.median(got) if got else None
+        ratio = (f"{values['this'] / values['base']:.2f}" if values["base"] and values["this"] is not None else "-")
+        print(f"{label:46}{values['base'] if values['base'] is not None else '-':>10}"
+              f"{values['this'] if values['this'] is not None else '-':>10}{ratio:>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

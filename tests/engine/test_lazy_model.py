@@ -1,0 +1,152 @@
+"""A sync or an edit re-index that finds nothing to embed never constructs the embedder (issue 26).
+
+The real indexer, store and App; the model setting is a real `NAME@FOLDER` whose fingerprint the
+real code computes from the folder's files. Only the embedder class is swapped for one that
+counts how often it is constructed (loading ONNX Runtime is what these paths must not pay).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+from helpers import BIKE, GARDEN, FakeEmbedder, make_settings, write
+from vault_index.engine.embedding import models as models_module
+from vault_index.engine.embedding.models import Models
+from vault_index.services.app import App
+
+
+class CountingEmbedder(FakeEmbedder):
+    """Stands in for FastEmbedEmbedder(spec, cache, shape): the fingerprint the real one would have."""
+
+    made = 0
+
+    def __init__(self, spec, cache, shape=None):
+        super().__init__(fingerprint=models_module._fingerprint(spec))
+        type(self).made += 1
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"weights")
+    (folder / "tokenizer.json").write_text("{}")
+    monkeypatch.setattr(models_module, "FastEmbedEmbedder", CountingEmbedder)
+    CountingEmbedder.made = 0
+    settings = replace(make_settings(tmp_path), embed_model=f"some/model@{folder}")
+    vault = tmp_path / "vault"
+    write(vault, "garden.md", GARDEN)
+    write(vault, "bike.md", BIKE)
+
+    def fresh_app() -> App:  # a new process: its own Models, nothing loaded yet
+        return App.open(settings, models=Models(settings.embed_model, "none", settings.model_cache, rerank=False))
+
+    return settings, vault, fresh_app
+
+
+def test_a_sync_with_nothing_changed_loads_no_model(setup):
+    _, vault, fresh_app = setup
+    app = fresh_app()
+    first = app.index([str(vault)])
+    assert CountingEmbedder.made == 1 and first.chunks_embedded > 0
+    app.close()
+
+    app = fresh_app()
+    again = app.index()
+    assert CountingEmbedder.made == 1, "a sync with nothing to embed constructed the embedder"
+    assert again.unchanged == 2 and again.indexed == 0 and again.chunks_embedded == 0
+    assert again.vector_used  # the index is complete under this model: vectors are live
+    status = app.status()
+    assert status["vectors_live"] and status["embed_model"] == first_fingerprint(app)
+    assert app.reindex_file(str(vault / "bike.md")).unchanged == 1
+    assert CountingEmbedder.made == 1, "re-indexing an unchanged note constructed the embedder"
+    app.close()
+
+
+def test_an_edit_loads_the_model_once_and_embeds_only_its_changed_chunk(setup):
+    _, vault, fresh_app = setup
+    app = fresh_app()
+    app.index([str(vault)])
+    app.close()
+    write(vault, "bike.md", BIKE.replace("degreaser", "citrus degreaser"))
+
+    app = fresh_app()
+    report = app.index()
+    assert report.indexed == 1 and report.chunks_embedded == 1
+    assert CountingEmbedder.made == 2  # the first sync's and this one's: needed to embed the chunk
+    assert app.store.chunks_missing_vectors(first_fingerprint(app)) == []
+    app.close()
+
+
+def test_a_moved_note_is_rechunked_but_embeds_nothing(setup):
+    """A moved note (new path, same text) is chunked again with the model's tokenizer (so its
+    chunks cut as before), and every chunk finds its vector by hash."""
+    _, vault, fresh_app = setup
+    app = fresh_app()
+    app.index([str(vault)])
+    app.close()
+    (vault / "bike.md").rename(vault / "cycling.md")
+
+    app = fresh_app()
+    report = app.index()
+    assert report.indexed == 1 and report.removed == 1 and report.chunks_embedded == 0
+    assert app.store.chunks_missing_vectors(first_fingerprint(app)) == []
+    app.close()
+
+
+def test_a_model_that_cannot_load_leaves_no_model_recorded(tmp_path):
+    settings = replace(make_settings(tmp_path), embed_model=f"some/model@{tmp_path / 'missing'}")
+    vault = tmp_path / "vault"
+    write(vault, "bike.md", BIKE)
+    app = App.open(settings)
+    report = app.index([str(vault)])
+    assert not report.vector_used and "does not exist" in app.models.embed_error
+    assert app.status()["embed_model"] is None
+    app.close()
+
+
+def first_fingerprint(app: App) -> str:
+    return app.models.embed_fingerprint()
+
+
+# --- the stat shortcut (issue 26): trusted only when the last look was not racy ---------------
+
+
+def test_an_edit_within_the_mtime_granularity_of_the_last_look_is_not_missed(tmp_path):
+    """A note indexed right after it was written, then changed to the same size with the same
+    mtime (a file system whose mtimes have a coarse tick): the stat says nothing changed, the
+    content did. The racy look recorded no mtime, so the next sync hashes the file."""
+    from vault_index.engine import indexer
+
+    app = App.open(make_settings(tmp_path))
+    note = write(tmp_path / "vault", "bike.md", BIKE)
+    app.index([str(note.parent)])
+    before = note.stat()
+    note.write_text(BIKE.replace("degreaser", "degreasor"), encoding="utf-8")  # same size
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime, as a coarse tick leaves it
+    assert note.stat().st_size == before.st_size
+    report = app.index()
+    assert report.indexed == 1, "a same-size edit within the mtime tick of the last look was missed"
+    assert any("degreasor" in text for _, text in app.store.db.execute("SELECT id, text FROM chunks"))
+    assert indexer.RACY_SECONDS > 0
+    app.close()
+
+
+def test_an_old_unchanged_note_is_trusted_by_its_stat_and_not_read(tmp_path, monkeypatch):
+    from vault_index.engine import indexer
+
+    app = App.open(make_settings(tmp_path))
+    note = write(tmp_path / "vault", "bike.md", BIKE)
+    hour_ago = note.stat().st_mtime - 3600
+    os.utime(note, (hour_ago, hour_ago))
+    app.index([str(note.parent)])
+    reads = []
+    real = indexer._read_note
+    monkeypatch.setattr(indexer, "_read_note", lambda *a: reads.append(a) or real(*a))
+    assert app.index().unchanged == 1 and reads == []
+    note.write_text(BIKE + "\nmore\n", encoding="utf-8")  # a fresh edit: read, indexed, then racy
+    assert app.index().indexed == 1 and len(reads) == 1
+    assert app.index().unchanged == 1 and len(reads) == 2  # racy look: hashed once more, same content
+    app.close()
