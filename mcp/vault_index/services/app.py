@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
-from vault_index.engine.embedding.models import Models
+from vault_index.engine.embedding.models import Models, setting_notice
 from vault_index.engine.files.fileio import read_note
 from vault_index.engine.files.sources import looks_binary, real_path, resolve_inside
 from vault_index.engine.stores.store import BUSY_TIMEOUT_S
@@ -338,8 +338,14 @@ class App:
             "problems": [{"path": p, "message": m} for p, m in self._seen_problems(
                 SyncReport(problems=list(self.store.problems()))).problems],
             "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
-            "read_only": self.store.read_only, "notices": self.index_notices(),
+            "read_only": self.store.read_only, "notices": self.index_notices() + self._model_notices(),
         }
+
+    def _model_notices(self) -> list[str]:
+        """An embedding model the eval suite has not measured, or the shipped one without its fp32
+        weights: status says it every time (the search surfaces say it once)."""
+        notice = setting_notice(self.settings.embed_model)
+        return [notice] if notice else []
 
 
     def _rerank_state(self, probe: bool) -> str:

@@ -12,9 +12,10 @@ import hashlib
 import sys
 from pathlib import Path
 
+from vault_index.engine.embedding.models import MODEL_NOTICE_PREFIX
 from vault_index.services.search.search import RERANK_NOTICE_PREFIX
 
-ONCE_PREFIXES = (RERANK_NOTICE_PREFIX,)
+ONCE_PREFIXES = (RERANK_NOTICE_PREFIX, MODEL_NOTICE_PREFIX)
 
 
 def first_time(cache: Path, notice: str) -> bool:

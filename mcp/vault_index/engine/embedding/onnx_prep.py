@@ -77,7 +77,7 @@ def prepare(source: Path, target: Path) -> bool:
     added_nodes: list = []
     float_weights: list = []
     for mul in graph.node:
-        found = _dequantize_pair(mul, producer, initializers, users, outputs)
+        found = dequantize_pair(mul, producer, initializers, users, outputs)
         if found is None:
             continue
         cast, quantized, scale = found
@@ -110,7 +110,7 @@ def prepare(source: Path, target: Path) -> bool:
     return True
 
 
-def _dequantize_pair(mul, producer, initializers, users, outputs):
+def dequantize_pair(mul, producer, initializers, users, outputs):
     """(cast, int8 array, float32 scale) when `mul` is Mul(Cast(int8 initializer), float32
     initializer) and nothing else reads the Cast; else None."""
     import numpy as np

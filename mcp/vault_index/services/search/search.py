@@ -104,6 +104,7 @@ class Searcher:
         self.store, self.models, self.vector_backend = store, models, vector_backend
         self._vector_index = None
         self._rerank_said = False  # the reranker's absence is said once per process, not per search
+        self._model_said = False  # so is an embedding model the eval has not measured
 
     def vector_index(self):
         embedder = self.models.embedder()
@@ -237,6 +238,9 @@ class Searcher:
             notices.append(f"vector search off: {self.models.embed_error}; {fallback}")
             return [], None
         embedder = self.models.embedder()
+        if getattr(embedder, "notice", "") and not self._model_said:  # unmeasured model, int8 fallback
+            notices.append(embedder.notice)
+        self._model_said = True
         vector = embedder.embed_query(query)
         found = index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)
         if not found and allowed is None and self.store.chunk_count():

