@@ -102,3 +102,16 @@ def test_a_missing_memory_file_is_an_empty_graph(project, open_app, fake_embedde
 def test_display_path_is_relative_inside_the_project_only(tmp_path):
     assert display_path(str(tmp_path / "a" / "b.md"), tmp_path) == "a/b.md"
     assert display_path("/elsewhere/c.md", tmp_path) == "/elsewhere/c.md"
+
+
+def test_recall_passes_the_agents_sub_queries_to_the_notes_search_only(project, memfile, open_app, fake_embedder):
+    from vault_index.services.search.subqueries import sub_queries
+
+    app = open_app(fake_embedder)
+    app.index([str(project)])
+    question = "awful noise when I stop"
+    plain = recall(app, memfile, question, limit=3)
+    assert not plain["notes"] or plain["notes"][0]["heading"] != "Bike maintenance > Brakes"  # precondition
+    found = recall(app, memfile, question, limit=3, subqueries=sub_queries(keywords="brake pads groove"))
+    assert found["notes"][0]["heading"] == "Bike maintenance > Brakes"
+    assert found["graph"] == plain["graph"]  # the graph is searched with the question alone

@@ -62,6 +62,25 @@ def test_search_plain_text_and_explain(env, vault):
     assert explained["hits"][0]["explain"]["keyword"]["rank"] == 1
 
 
+def test_search_and_recall_take_sub_query_flags(env, vault, tmp_path):
+    run(env, "index", str(vault), "-s")
+    question = "awful noise when I stop"
+    plain = json.loads(run(env, "search", question, "--json", "--explain").stdout)
+    assert not plain["hits"] or plain["hits"][0]["heading"] != "Bike maintenance > Brakes"  # keyword only here
+    helped = json.loads(run(env, "search", question, "--json", "--explain", "--keywords", "brake pads groove",
+                            "--paraphrase", "squeaky brakes", "--paraphrase", "bike stopping noise",
+                            "--hypothetical", "Replace the pads when worn.").stdout)
+    top = helped["hits"][0]
+    assert top["heading"] == "Bike maintenance > Brakes" and top["explain"]["found_by"]["keywords 1"] == 1
+    found = json.loads(run(env, "recall", question, "--json", "--keywords", "brake pads groove",
+                           "--memory-file", str(tmp_path / "memory.jsonl")).stdout)
+    assert found["notes"][0]["heading"] == "Bike maintenance > Brakes"
+    too_many = run(env, "search", question, *["--paraphrase", "p"] * 4, check=False)
+    assert too_many.returncode != 0 and "at most 3 paraphrases" in too_many.stderr
+    batch = run(env, "search", "-", "--keywords", "brake", stdin="brakes\n", check=False)
+    assert batch.returncode != 0 and "not with '-'" in batch.stderr
+
+
 def test_search_dash_reads_one_query_per_stdin_line_and_prints_json_lines(env, vault):
     run(env, "index", str(vault), "-s")
     queries = ["brake pads", "sourdough starter", "capacitive probe"]

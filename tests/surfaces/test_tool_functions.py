@@ -41,3 +41,26 @@ def test_the_server_registers_the_table_in_its_order(tmp_path, open_app):
     listed = anyio.run(build_server(app, tmp_path / "memory.jsonl", vault_root=tmp_path).list_tools)
     assert [tool.name for tool in listed] == [fn.__name__ for fn, _ in TOOLS]
     assert [tool.annotations for tool in listed] == [hints for _, hints in TOOLS]
+
+
+def test_search_notes_and_recall_take_the_agents_sub_queries(tmp_path, open_app):
+    import pytest
+    from mcp.server.mcpserver.exceptions import ToolError
+    from vault_index.surfaces.tools_graph import recall
+
+    root = tmp_path / "notes"
+    write(root, "bike.md", "# Bike\n\n## Brakes\n\nReplace the brake pads when the groove wears away.\n\n"
+                           "## Chain\n\nClean the chain with degreaser.\n")
+    write(root, "kiln.md", "# Kiln\n\nFire the kiln at dawn and let it cool overnight.\n")
+    app = open_app(None)  # keyword side only: the vague question's words are in no note
+    app.index([str(root)])
+    tc = _context(app, root, tmp_path)
+    query = "awful noise when I stop"
+    assert search_notes(tc, query, None, mode="hybrid", per_note=False).hits == []
+    helped = search_notes(tc, query, None, mode="hybrid", per_note=False, keywords=["brake pads groove"],
+                          paraphrases=["squeaking brakes"], hypothetical="Replace the pads when worn.")
+    assert (helped.hits[0].path, helped.hits[0].heading) == (str(root / "bike.md"), "Bike > Brakes")
+    found = recall(tc, query, None, limit=2, keywords=["brake pads groove"])
+    assert found.notes[0]["heading"] == "Bike > Brakes"
+    with pytest.raises(ToolError, match="keep each under"):
+        search_notes(tc, query, None, paraphrases=["x" * 501])

@@ -205,3 +205,16 @@ def test_note_links_never_names_or_walks_through_a_note_the_role_cannot_read(vau
         assert not b or not any(w.startswith("links") for w in b[0]["why"]), shown  # linked only through the hub
         ranks = [w for r in answer.structured_content["data"]["results"] for w in r["why"] if w.startswith("meaning")]
         assert "meaning #1" in ranks or not ranks, shown  # no unseen note holds a place in the ranking
+
+
+def test_tools_list_drops_derived_titles_but_keeps_a_property_named_title(tmp_path):
+    from vault_index.surfaces.tools import untitled
+
+    schema = {"title": "fArguments", "properties": {"title": {"title": "Title", "type": "string"},
+                                                    "opts": {"default": {"title": "kept"}, "title": "Opts"}}}
+    assert untitled(schema) == {"properties": {"title": {"type": "string"}, "opts": {"default": {"title": "kept"}}}}
+    tools = {t["name"]: t for t in tools_list(tmp_path)}
+    assert "title" in tools["adr_create"]["inputSchema"]["properties"]  # the ADR's title parameter
+    assert '"title": "' not in json.dumps([t["inputSchema"] for t in tools.values()])
+    search = tools["search_notes"]["inputSchema"]["properties"]
+    assert {"keywords", "paraphrases", "hypothetical"} <= set(search) and search["keywords"]["maxItems"] == 3

@@ -22,6 +22,7 @@ from vault_index.errors import NotFoundError, UsageError
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
+from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.vault.vault import Vault
 from vault_index.services.workspace import Workspace
 from vault_index.types import SearchResult, SyncReport
@@ -217,8 +218,9 @@ class App:
 
     def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
                filters: Filters | None = None, explain: bool = False, source: str | None = None,
-               per_note: bool = False) -> SearchResult:
-        """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold)."""
+               per_note: bool = False, subqueries: SubQueries | None = None) -> SearchResult:
+        """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold);
+        `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py)."""
         if source:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match
@@ -226,7 +228,7 @@ class App:
         visible = self.visible_roots()
         if visible is not None:
             filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
-        result = self.searcher.search(query, mode, limit, filters, explain, per_note)
+        result = self.searcher.search(query, mode, limit, filters, explain, per_note, subqueries)
         notices = self.index_notices()
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)

@@ -14,6 +14,7 @@ from pathlib import Path
 from vault_index.config import project_dir
 from vault_index.services.graph import graph as memory
 from vault_index.services.search.search import MAX_LIMIT, Filters
+from vault_index.services.search.subqueries import SubQueries
 
 LESSONS_FILE = "lessons.md"
 MAX_RECALL_LIMIT = 20
@@ -33,18 +34,21 @@ def display_path(path: str, root: Path | None = None) -> str:
 
 
 def recall(app, memory_file: str | Path, query: str, limit: int = 5, *, filters: Filters | None = None,
-           graph_filter: Callable[[list[dict]], list[dict]] | None = None) -> dict:
+           graph_filter: Callable[[list[dict]], list[dict]] | None = None,
+           subqueries: SubQueries | None = None) -> dict:
     """{"query", "notes", "lessons", "graph", "notices"}; each list holds at most `limit` items.
 
     A memory file that cannot be read costs the graph part only: the notes still answer and
     `notices` says what to fix. `filters` carries the caller's read grants into the search
     pipeline (applied before its limit); `graph_filter` drops the entities the caller may not read
-    before the graph list is cut to `limit`.
+    before the graph list is cut to `limit`. `subqueries` (the agent's extra phrasings) reach the
+    notes search only; the graph is searched with the question.
     """
     if not 1 <= limit <= MAX_RECALL_LIMIT:
         raise memory.GraphInputError(f"limit must be from 1 to {MAX_RECALL_LIMIT}")
     root = project_dir()
-    result = app.search(query, limit=min(MAX_LIMIT, limit * CANDIDATE_FACTOR), filters=filters)
+    result = app.search(query, limit=min(MAX_LIMIT, limit * CANDIDATE_FACTOR), filters=filters,
+                        subqueries=subqueries)
     notes, lessons = [], []
     for hit in result.hits:
         item = {"path": hit.path, "display": display_path(hit.path, root), "heading": hit.heading,

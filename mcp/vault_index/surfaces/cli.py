@@ -19,7 +19,9 @@ from vault_index.surfaces.cli_common import (
     Progress,
     _json,
     _say,
+    add_subquery_flags,
     role_filters,
+    subqueries_from,
 )
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
@@ -101,11 +103,14 @@ def cmd_search(app, args) -> int:
     filters = role_filters(app, Filters(args.path, tuple(args.tag or ()), args.status, args.collection))
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
     batch = args.query == "-"
+    subqueries = subqueries_from(args)
+    if batch and subqueries is not None:
+        raise UsageError("sub-query flags belong to one question; not with '-' (one query per line)")
     for query in queries:
         if batch and not query:
             continue
         result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source,
-                            per_note=args.per_note)
+                            per_note=args.per_note, subqueries=subqueries)
         if args.json or batch:
             print(_json(result_json(result, args.explain)), flush=True)
             continue
@@ -341,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
     p.add_argument("--status", help="only notes with this frontmatter status")
     p.add_argument("--collection", help="only notes with this frontmatter collection")
+    add_subquery_flags(p)
     p.set_defaults(run=cmd_search)
 
     p = sub.add_parser("get", parents=[common], help="print a note inside a registered source")
@@ -371,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="fail (exit 1) if a hybrid metric drops > 0.03 below this file")
     p.add_argument("--save", help="write the scores to this file (a new baseline)")
     p.add_argument("--by-kind", action="store_true", help="also print tables per question kind")
+    p.add_argument("--subqueries", action="store_true",
+                   help="also run each mode with the golden questions' agent sub-queries (rows '<mode> +sub')")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
     p.add_argument("--lockbox", action="store_true",

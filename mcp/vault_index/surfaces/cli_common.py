@@ -162,3 +162,20 @@ def _read_text(value: str | None, file: str | None) -> str | None:
         except UnicodeDecodeError as exc:
             raise UsageError(f"{file} is not UTF-8 text") from exc
     return value
+
+
+def add_subquery_flags(parser) -> None:
+    """`--keywords`, `--paraphrase`, `--hypothetical`: the agent sub-queries of `search` and `recall`."""
+    parser.add_argument("--keywords", action="append", metavar="TERMS",
+                        help="keyword forms the notes may use (repeatable; keyword side)")
+    parser.add_argument("--paraphrase", action="append", metavar="TEXT",
+                        help="the question said another way (repeatable; both sides)")
+    parser.add_argument("--hypothetical", action="append", metavar="TEXT",
+                        help="a short passage as the answer might read (vector side)")
+
+
+def subqueries_from(args):
+    """The SubQueries of `add_subquery_flags`, or None; UsageError past the bounds."""
+    from vault_index.services.search.subqueries import sub_queries
+
+    return sub_queries(args.keywords, args.paraphrase, args.hypothetical)

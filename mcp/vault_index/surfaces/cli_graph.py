@@ -12,6 +12,7 @@ import sys
 
 from vault_index.config import project_dir
 from vault_index.services.graph import graph as memory
+from vault_index.surfaces.cli_common import add_subquery_flags
 
 
 def _json(data) -> str:
@@ -94,13 +95,14 @@ def cmd_recall(app, args) -> int:
     from vault_index.services.recall import recall
     from vault_index.services.search.search import Filters
     from vault_index.surfaces.callers import local_read_scope
-    from vault_index.surfaces.cli_common import role_filters
+    from vault_index.surfaces.cli_common import role_filters, subqueries_from
 
+    subqueries = subqueries_from(args)
     app.adopt_workspace()  # the project's own notes, as the agent there sees them (ADR 0020)
     # the local person's read grants, as the MCP recall tool applies them
     scope = local_read_scope(app)[1]
     found = recall(app, args.memory_file, args.query, args.n, filters=role_filters(app, Filters()),
-                   graph_filter=lambda entities: visible_entities(entities, scope))
+                   graph_filter=lambda entities: visible_entities(entities, scope), subqueries=subqueries)
     if args.json:
         print(_json(found))
         return 0
@@ -151,4 +153,5 @@ def add_parsers(sub, common: argparse.ArgumentParser, memory_option: argparse.Ar
     p = sub.add_parser("recall", parents=parents, help="search notes, lessons and the graph together")
     p.add_argument("query")
     p.add_argument("-n", type=int, default=5, help="items per list (1-20, default 5)")
+    add_subquery_flags(p)
     p.set_defaults(run=cmd_recall)

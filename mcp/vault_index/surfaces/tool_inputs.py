@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vault_index.services.curation import adr, lessons
 from vault_index.services.graph import graph as graph_service
+from vault_index.services.search import subqueries
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -37,6 +38,12 @@ CallerFactory = Callable[[Any, Any], Any]  # (Vault, Context | None) -> Caller
 # 1 character [type=string_too_short ...]"). Why: the services already answer it in words that say
 # what to do. Outcome: the schema still tells clients minLength 1; the service gives the message.
 Query = Annotated[str, Field(max_length=2000, json_schema_extra={"minLength": 1})]
+# The agent's sub-queries (services/search/subqueries.py): a few phrasings each, bounded there too.
+# Lists and a string with empty defaults, not optional ones: no anyOf-null in the schema.
+_Phrase = Annotated[str, Field(max_length=subqueries.MAX_SUBQUERY_CHARS)]
+Keywords = Annotated[list[_Phrase], Field(max_length=subqueries.MAX_PER_KIND, description="terms the notes may use")]
+Paraphrases = Annotated[list[_Phrase], Field(max_length=subqueries.MAX_PER_KIND, description="the question reworded")]
+Hypothetical = Annotated[_Phrase, Field(description="a short passage as the answer might read")]
 NotePath = Annotated[str, Field(min_length=1, max_length=1024, description="vault-relative path of a .md note")]
 RequestId = Annotated[str | None, Field(max_length=100, description="retry with the same id: no second write")]
 Name = Annotated[str, Field(min_length=1, max_length=graph_service.MAX_NAME_CHARS)]

@@ -41,6 +41,37 @@ if TYPE_CHECKING:
     from vault_index.surfaces.tool_inputs import CallerFactory
 
 
+# JSON Schema keys whose values are data, not schemas: a "title" inside them is kept.
+_DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
+
+
+def untitled(schema):
+    """`schema` without the "title" annotations pydantic derives from each name ("query" ->
+    "Query"): they repeat the property names and cost about 700 tokens of tools/list on every turn
+    (issue 23 needed the room). Properties named "title" stay; so do titles inside data values."""
+    if isinstance(schema, list):
+        return [untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: untitled(sub) for name, sub in value.items()}
+        else:
+            out[key] = value if key in _DATA_KEYS else untitled(value)
+    return out
+
+
+class _Server(MCPServer):
+    """The SDK's server, its tools/list without the input schemas' derived titles (`untitled`)."""
+
+    async def list_tools(self):
+        return [tool.model_copy(update={"input_schema": untitled(tool.input_schema)})
+                for tool in await super().list_tools()]
+
+
 def __getattr__(name: str):
     """`tools.TOOLS` and `tools.bind`, from surfaces/tool_table.py (imported on first use)."""
     if name in ("TOOLS", "bind"):
@@ -83,7 +114,7 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
     vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else home)
     text = instructions_text or instructions(app.status() if _reads_all(vaults, caller_factory) else None,
                                              memory_file, app.fact_visible())
-    server = MCPServer("vault-index", version=__version__, instructions=text)
+    server = _Server("vault-index", version=__version__, instructions=text)
 
     def register() -> None:
         from vault_index.surfaces.prompts import register_prompts

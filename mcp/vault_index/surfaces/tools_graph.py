@@ -16,6 +16,7 @@ from vault_index.services import recall as recall_service
 from vault_index.services.access.access import granted_filters, graph_source, visible_entities
 from vault_index.services.graph import graph as graph_service
 from vault_index.services.search.search import Filters
+from vault_index.services.search.subqueries import sub_queries
 from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.shapes import (
     GraphCreateOut,
@@ -28,8 +29,11 @@ from vault_index.surfaces.tool_context import (
 )
 from vault_index.surfaces.tool_inputs import (
     EntityIn,
+    Hypothetical,
+    Keywords,
     Name,
     ObservationIn,
+    Paraphrases,
     Query,
     RelationIn,
 )
@@ -93,11 +97,16 @@ def recall(
     query: Query,
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=recall_service.MAX_RECALL_LIMIT, description="per list")] = 5,
+    keywords: Keywords = [],  # noqa: B006 - never mutated
+    paraphrases: Paraphrases = [],  # noqa: B006
+    hypothetical: Hypothetical = "",
 ) -> RecallOut:
-    """Search notes, lessons (lessons.md) and the memory graph at once; cite the paths."""
+    """Search notes, lessons (lessons.md) and the memory graph at once; cite the paths. Sub-queries
+        as in search_notes (notes and lessons only)."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
-    found = tc.call(partial(recall_service.recall, filters=granted_filters(Filters(), scope),
+    subs = tc.call(sub_queries, keywords, paraphrases, hypothetical)
+    found = tc.call(partial(recall_service.recall, filters=granted_filters(Filters(), scope), subqueries=subs,
                          graph_filter=lambda entities: visible_entities(entities, scope)),
                  tc.app, tc.memory_file, query, limit)
     hits = [*found["notes"], *found["lessons"]]

@@ -17,6 +17,7 @@ from vault_index.errors import NotFoundError
 from vault_index.services.access.access import granted_filters, note_target
 from vault_index.services.app import MAX_NOTE_LINES
 from vault_index.services.search.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.services.search.subqueries import sub_queries
 from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.shapes import (
     HitOut,
@@ -32,7 +33,10 @@ from vault_index.surfaces.tool_context import (
     refuse_unwritable,
 )
 from vault_index.surfaces.tool_inputs import (
+    Hypothetical,
+    Keywords,
     Mode,
+    Paraphrases,
     Query,
 )
 
@@ -49,13 +53,19 @@ def search_notes(
     collection: Annotated[str | None, Field(max_length=200)] = None,
     source: Annotated[str | None, Field(max_length=64, description="source name")] = None,
     per_note: Annotated[bool, Field(description="one hit per note (more: its other matches)")] = True,
+    keywords: Keywords = [],  # noqa: B006 - never mutated
+    paraphrases: Paraphrases = [],  # noqa: B006
+    hypothetical: Hypothetical = "",
 ) -> SearchOut:
     """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
-        snippet and decay."""
+        snippet and decay. For a vague or paraphrased question, or one describing a situation
+        without the notes' likely words, add keywords, paraphrases or a hypothetical answer."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
-    result = tc.call(partial(tc.app.search, source=source, per_note=per_note), query, mode, limit, filters)
+    subs = tc.call(sub_queries, keywords, paraphrases, hypothetical)
+    result = tc.call(partial(tc.app.search, source=source, per_note=per_note, subqueries=subs),
+                     query, mode, limit, filters)
     decays = tc.hit_decays(vault, [h.path for h in result.hits])
     return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                      reranked=result.reranked, notices=once_per_machine(result.notices, tc.app.settings.model_cache,

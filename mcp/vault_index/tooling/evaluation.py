@@ -20,11 +20,13 @@ from pathlib import Path
 from vault_index.errors import UsageError
 from vault_index.services.search import fusion
 from vault_index.services.search.search import MODES
+from vault_index.services.search.subqueries import SubQueries, sub_queries
 
 EVAL_DEPTH = 10
 REGRESSION_TOLERANCE = 0.03  # CI fails when a hybrid metric drops more than this below baseline
 GUARDED_MODES = ("hybrid", "hybrid+rerank")
 METRICS = ("ndcg@5", "mrr", "recall@5", "hit@1")
+SUBQUERY_SUFFIX = " +sub"  # `eval --subqueries`: the row of a mode run with the agent sub-queries
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Question:
     query: str
     kind: str
     answers: tuple[tuple[str, str], ...]  # (absolute file, heading path), the label first
+    subqueries: SubQueries | None = None  # the agent's extra phrasings, written with the question
 
     @property
     def files(self) -> set[str]:
@@ -48,8 +51,10 @@ def load_golden(path: Path, root: Path) -> list[Question]:
             item = json.loads(line)
             labels = [item] + list(item.get("also", []))
             answers = tuple((str((root / a["file"]).resolve()), a["heading"]) for a in labels)
-            questions.append(Question(item["id"], item["query"], item.get("kind", "unlabelled"), answers))
-        except (ValueError, KeyError) as exc:
+            sub = item.get("subqueries") or {}
+            found = sub_queries(sub.get("keywords"), sub.get("paraphrases"), sub.get("hypothetical"))
+            questions.append(Question(item["id"], item["query"], item.get("kind", "unlabelled"), answers, found))
+        except (ValueError, KeyError, AttributeError, UsageError) as exc:
             raise UsageError(f"{path}:{number}: not a golden question ({exc})") from exc
     return questions
 
@@ -125,33 +130,37 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {m: round(sum(r[m] for r in rows) / len(rows), 4) if rows else 0.0 for m in METRICS}
 
 
-def evaluate(app, questions: list[Question], modes: list[str]) -> dict:
-    """Scores per mode, level and kind. Searches go through the one pipeline (App.search)."""
+def evaluate(app, questions: list[Question], modes: list[str], subqueries: bool = False) -> dict:
+    """Scores per mode, level and kind. Searches go through the one pipeline (App.search).
+    `subqueries`: each mode also runs with the questions' sub-queries, as the row '<mode> +sub' (a
+    question without any runs plain there too)."""
     results: dict = {"overall": {}, "by_kind": {}, "notices": {}}
-    for mode in modes:
+    runs = [(m, False) for m in modes] + ([(m, True) for m in modes if m != "grep"] if subqueries else [])
+    for mode, with_sub in runs:
         per: dict[str, dict[str, list]] = {"chunk": defaultdict(list), "file": defaultdict(list)}
         notices: set[str] = set()
         for q in questions:
-            result = app.search(q.query, mode, EVAL_DEPTH)
+            result = app.search(q.query, mode, EVAL_DEPTH, subqueries=q.subqueries if with_sub else None)
             notices.update(result.notices)
             levels = (("chunk", chunk_relevance(result.hits, q)), ("file", file_relevance(result.hits, q)))
             for level, flags in levels:
                 row = score_ranking(flags)
                 per[level]["all"].append(row)
                 per[level][q.kind].append(row)
-        results["overall"][mode] = {level: _mean(per[level]["all"]) for level in per}
+        row_name = mode + (SUBQUERY_SUFFIX if with_sub else "")
+        results["overall"][row_name] = {level: _mean(per[level]["all"]) for level in per}
         for kind in sorted({q.kind for q in questions}):
-            results["by_kind"].setdefault(kind, {})[mode] = {level: _mean(per[level][kind]) for level in per}
-        results["notices"][mode] = sorted(notices)
+            results["by_kind"].setdefault(kind, {})[row_name] = {level: _mean(per[level][kind]) for level in per}
+        results["notices"][row_name] = sorted(notices)
     return results
 
 
 def format_table(scores: dict[str, dict], title: str) -> str:
-    head = f"{'mode':15}" + "".join(f"{'chunk ' + m:>15}" for m in METRICS)
+    head = f"{'mode':18}" + "".join(f"{'chunk ' + m:>15}" for m in METRICS)
     head += "".join(f"{'file ' + m:>14}" for m in METRICS)
     lines = [title, head]
     for mode, levels in scores.items():
-        lines.append(f"{mode:15}" + "".join(f"{levels['chunk'][m]:>15.3f}" for m in METRICS)
+        lines.append(f"{mode:18}" + "".join(f"{levels['chunk'][m]:>15.3f}" for m in METRICS)
                      + "".join(f"{levels['file'][m]:>14.3f}" for m in METRICS))
     return "\n".join(lines)
 
@@ -287,9 +296,10 @@ def run_eval(_app, args) -> int:
     app = eval_app(vault, store_url=args.store)
     try:
         report = app.index([str(vault)])
-        results = evaluate(app, questions, modes)
+        results = evaluate(app, questions, modes, getattr(args, "subqueries", False))
         results["meta"] = {
-            "questions": len(questions), "fusion_version": fusion.FUSION_VERSION,
+            "questions": len(questions), "with_subqueries": sum(q.subqueries is not None for q in questions),
+            "fusion_version": fusion.FUSION_VERSION,
             "embed_model": app.store.get_meta("embed_model") or None,
             "chunks": app.store.counts()["chunks"], "vector_used": report.vector_used,
             "store": app.store.kind,

@@ -117,17 +117,19 @@ def corpus_app(name: str, vault: Path, cache: Path, store_url: str | None = None
 
 
 def run_corpus(name: str, vault: Path, golden: Path, root: Path, cache: Path, modes,
-               store_url: str | None = None) -> dict:
+               store_url: str | None = None, subqueries: bool = False) -> dict:
     questions = load_golden(golden, root)
     app = corpus_app(name, vault, cache, store_url)
     try:
         report = app.index([str(vault)])
-        results = evaluate(app, questions, list(modes))
+        results = evaluate(app, questions, list(modes), subqueries)
         kinds: dict[str, int] = {}
         for q in questions:
             kinds[q.kind] = kinds.get(q.kind, 0) + 1
         results["meta"] = {
-            "questions": len(questions), "kinds": kinds, "fusion_version": fusion.FUSION_VERSION,
+            "questions": len(questions), "kinds": kinds,
+            "with_subqueries": sum(q.subqueries is not None for q in questions),
+            "fusion_version": fusion.FUSION_VERSION,
             "embed_model": app.store.get_meta("embed_model") or None,
             "chunks": app.store.counts()["chunks"], "vector_used": report.vector_used,
             "store": app.store.kind,
@@ -159,7 +161,8 @@ def run_suite(args) -> int:
             print(f"eval: skipping {corpus.name}: {prepared}", file=sys.stderr)
             continue
         label = corpus.name + ("-fast" if args.fast else "")
-        results[corpus.name] = run_corpus(label, *prepared, cache, modes, getattr(args, "store", None))
+        results[corpus.name] = run_corpus(label, *prepared, cache, modes, getattr(args, "store", None),
+                                          getattr(args, "subqueries", False))
     report = {"corpora": results, "skipped": skipped, "fusion_version": fusion.FUSION_VERSION}
     if args.json:
         print(json.dumps(report))
@@ -197,9 +200,9 @@ def format_suite(results: dict, by_kind: bool = False) -> str:
 def kind_summary(res: dict, level: str) -> str:
     """NDCG@5 per mode (rows) and question kind (columns) at one level."""
     kinds = sorted(res["by_kind"])
-    lines = [f"{level} ndcg@5   " + "".join(f"{'all':>9}") + "".join(f"{k[:14]:>16}" for k in kinds)]
+    lines = [f"{level + ' ndcg@5':19}" + "".join(f"{'all':>9}") + "".join(f"{k[:14]:>16}" for k in kinds)]
     for mode in res["overall"]:
-        row = f"{mode:16}{res['overall'][mode][level]['ndcg@5']:>9.3f}"
+        row = f"{mode:19}{res['overall'][mode][level]['ndcg@5']:>9.3f}"
         row += "".join(f"{res['by_kind'][k][mode][level]['ndcg@5']:>16.3f}" for k in kinds)
         lines.append(row)
     return "\n".join(lines)

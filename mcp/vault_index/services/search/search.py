@@ -24,8 +24,10 @@ from vault_index.engine.embedding.vectors import open_vector_index
 from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
-from vault_index.services.search import dates, fusion
+from vault_index.services.search import dates, fusion, subqueries
 from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
+from vault_index.services.search.subqueries import SubQueries
+from vault_index.services.search.subqueries import check as check_subqueries
 from vault_index.types import Candidate, Hit, SearchResult
 
 MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
@@ -88,6 +90,7 @@ class _Trace:
     confidence: float = 0.0  # fusion.keyword_confidence of the query
     share: float = 1.0  # fusion.matched_share of the query
     dated: set[int] = field(default_factory=set)  # promoted by the daily-note rule
+    phrasings: dict[int, dict[str, int]] | None = None  # with sub-queries: each phrasing's rank
 
 
 @dataclass(frozen=True)
@@ -122,10 +125,15 @@ class Searcher:
         filters: Filters | None = None,
         explain: bool = False,
         per_note: bool = False,
+        subqueries: SubQueries | None = None,
     ) -> SearchResult:
-        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches."""
+        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches.
+        `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py); None or
+        empty runs the plain question."""
         if mode not in MODES:
             raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if subqueries is not None:
+            check_subqueries(subqueries)
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise UsageError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
         query = (query or "").strip()
@@ -158,33 +166,16 @@ class Searcher:
 
         if mode == "grep":
             order = self._grep(terms, allowed)
+            if subqueries is not None and not subqueries.empty():
+                notices.append("sub-queries are not used in grep mode")
         else:
-            counts = self._doc_counts(terms) if mode != "vector" else None
-            keyword = self._keyword(terms, counts, allowed) if counts else []
-            vector: list[Candidate] = []
-            query_vector = None
-            if mode != "keyword":
-                vector, query_vector = self._vector(query, mode, allowed, notices)
-                vector_used = query_vector is not None
-            trace.keyword = {c.chunk_id: c for c in keyword}
-            trace.vector = {c.chunk_id: c for c in vector}
-            if mode == "keyword" or not vector_used:
-                order = [(c.chunk_id, c.score) for c in keyword]
-            elif mode == "vector":
-                order = [(c.chunk_id, c.score) for c in vector]
-            else:
-                rows = self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector})
-                trace.coverage = self._coverages(terms, counts, rows)
-                trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
-                trace.strength = fusion.keyword_strength(keyword)
-                trace.share = fusion.matched_share(counts.per_term, counts.total) if counts else 1.0
-                trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
-                order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note, share=trace.share)
-                trace.fused = dict(order)
-                if mode == "hybrid+rerank":
-                    order, reranked = self._rerank(query, order, rows, notices)
-                    if reranked:
-                        trace.reranked = dict(order[: fusion.RERANK_TOP])
+            order, vector_used = self._ranked(query, terms, mode, allowed, notices, trace, rows)
+            if subqueries is not None and not subqueries.empty():
+                order = self._with_subqueries(subqueries, order, mode, allowed, trace, rows)
+            if mode == "hybrid+rerank" and vector_used:
+                order, reranked = self._rerank(query, order, rows, notices)
+                if reranked:
+                    trace.reranked = dict(order[: fusion.RERANK_TOP])
 
         rows.update(self.store.chunk_rows(cid for cid, _ in order if cid not in rows))
         if mode != "grep":
@@ -209,6 +200,51 @@ class Searcher:
         return SearchResult(query, mode_run(mode, vector_used, reranked), vector_used, reranked, hits, tuple(notices))
 
     # --- stages -----------------------------------------------------------------------------
+
+    def _ranked(self, query: str, terms: list[str], mode: str, allowed: set[int] | None, notices: list[str],
+                trace: _Trace, rows: dict) -> tuple[list[tuple[int, float]], bool]:
+        """Stages 1-3 for one phrasing: (fused order, whether the vector side ran). Fills `trace`,
+        and `rows` with the rows fusion read."""
+        counts = self._doc_counts(terms) if mode != "vector" else None
+        keyword = self._keyword(terms, counts, allowed) if counts else []
+        vector: list[Candidate] = []
+        query_vector = None
+        if mode != "keyword":
+            vector, query_vector = self._vector(query, mode, allowed, notices)
+        vector_used = query_vector is not None
+        trace.keyword = {c.chunk_id: c for c in keyword}
+        trace.vector = {c.chunk_id: c for c in vector}
+        if mode == "keyword" or not vector_used:
+            return [(c.chunk_id, c.score) for c in keyword], vector_used
+        if mode == "vector":
+            return [(c.chunk_id, c.score) for c in vector], vector_used
+        rows.update(self.store.chunk_rows({c.chunk_id for c in keyword} | {c.chunk_id for c in vector}))
+        trace.coverage = self._coverages(terms, counts, rows)
+        trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
+        trace.strength = fusion.keyword_strength(keyword)
+        trace.share = fusion.matched_share(counts.per_term, counts.total) if counts else 1.0
+        trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
+        order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note, share=trace.share)
+        trace.fused = dict(order)
+        return order, vector_used
+
+    def _with_subqueries(self, found: SubQueries, order: list[tuple[int, float]], mode: str,
+                         allowed: set[int] | None, trace: _Trace, rows: dict) -> list[tuple[int, float]]:
+        """The question's `order` fused with each sub-query's list (subqueries.combine). A
+        phrasing runs only the sides it is for that `mode` runs; its notices are the question's."""
+        runs = []
+        sides = {"keyword": (True, False), "vector": (False, True)}.get(mode, (True, True))
+        for phrasing in subqueries.phrasings(found):
+            keyword, vector = phrasing.keyword and sides[0], phrasing.vector and sides[1]
+            if not (keyword or vector):
+                continue
+            side = "hybrid" if keyword and vector else "keyword" if keyword else "vector"
+            ranked, _ = self._ranked(phrasing.text, query_terms(phrasing.text), side, allowed, [], _Trace(), rows)
+            runs.append((phrasing, ranked))
+        trace.phrasings = subqueries.found_by(order, runs)
+        combined = subqueries.combine(order, [ranked for _, ranked in runs])
+        rows.update(self.store.chunk_rows(cid for cid, _ in combined if cid not in rows))  # the reranker reads them
+        return combined
 
     def _doc_counts(self, terms: list[str]) -> _DocCounts | None:
         """How many chunks hold each term, counted no further than the common-term threshold."""
@@ -348,6 +384,8 @@ class Searcher:
                 "rerank": {"score": round(trace.reranked[row.id], 4)} if row.id in trace.reranked else None,
                 "date": {"rule": dates.DATE_RULE_VERSION} if row.id in trace.dated else None,
             }
+            if trace.phrasings is not None:  # which phrasing found the hit, at which rank
+                explain["found_by"] = trace.phrasings.get(row.id, {})
         return Hit(
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
