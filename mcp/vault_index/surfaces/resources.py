@@ -221,21 +221,10 @@ class _ListChanges:
 
     async def __call__(self, ctx, call_next):
         result = await call_next(ctx)
-        if ctx.method == "initialize":
-            _advertise_list_changed(result)
-        elif ctx.request_id is not None and ctx.method not in QUIET_METHODS:
+        if ctx.request_id is not None and ctx.method not in QUIET_METHODS:
             if await anyio.to_thread.run_sync(self.changed):
                 await _notify(ctx, self.server)
         return result
-
-
-def _advertise_list_changed(result) -> None:
-    """The handshake-era answer says resources.listChanged (the SDK's stdio run leaves it false)."""
-    capabilities = getattr(result, "capabilities", None)
-    if capabilities is not None and capabilities.resources is not None:
-        capabilities.resources.list_changed = True
-    elif isinstance(result, dict) and isinstance(result.get("capabilities", {}).get("resources"), dict):
-        result["capabilities"]["resources"]["listChanged"] = True
 
 
 async def _notify(ctx, server) -> None:

@@ -41,6 +41,19 @@ if TYPE_CHECKING:
     from vault_index.surfaces.tool_inputs import CallerFactory
 
 
+async def _advertise_list_changed(ctx, call_next):
+    """initialize's answer says resources.listChanged (the SDK's stdio run leaves it false):
+    surfaces/resources.py notifies when the list changes."""
+    result = await call_next(ctx)
+    if ctx.method == "initialize":
+        capabilities = getattr(result, "capabilities", None)
+        if capabilities is not None and capabilities.resources is not None:
+            capabilities.resources.list_changed = True
+        elif isinstance(result, dict) and isinstance(result.get("capabilities", {}).get("resources"), dict):
+            result["capabilities"]["resources"]["listChanged"] = True
+    return result
+
+
 # JSON Schema keys whose values are data, not schemas: a "title" inside them is kept.
 _DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
 
@@ -115,6 +128,7 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
     text = instructions_text or instructions(app.status() if _reads_all(vaults, caller_factory) else None,
                                              memory_file, app.fact_visible())
     server = _Server("vault-index", version=__version__, instructions=text)
+    server.middleware.append(_advertise_list_changed)  # initialize is answered before register() runs
 
     def register() -> None:
         from vault_index.surfaces.prompts import register_prompts
