@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also kNN at 1M vectors (exact against IVF) and hybrid search at 1M chunks (tens of minutes)")
     p.add_argument("--million-chunks", type=int, default=None,
                    help="with --million: chunks of the hybrid part's synthetic index (default 1,000,000)")
-    p.add_argument("--parts", help="only these parts, comma-separated: sizes, embedder, footprint, edits, "
+    p.add_argument("--parts", help="only these parts, comma-separated: sizes, embedder, footprint, weights, edits, "
                                    "hooks, graph (default all)")
     p.add_argument("--links", action="store_true",
                    help="instead: the link graph at 10k notes / 50k links: backlinks, neighbors, lint")

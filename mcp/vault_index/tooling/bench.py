@@ -322,7 +322,7 @@ def _load_reranker():
 
 
 def run_bench(args) -> int:
-    from vault_index.tooling import bench_edits, bench_footprint, bench_graph, bench_hooks, bench_server
+    from vault_index.tooling import bench_edits, bench_footprint, bench_graph, bench_hooks, bench_server, bench_weights
 
     parts = _parts(args)
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
@@ -371,6 +371,9 @@ def run_bench(args) -> int:
         if "footprint" in parts:
             _say(args, "footprint: indexing memory with the real model, old and new embedder shape")
             result["footprint"] = _guard(bench_footprint.bench_indexing, args, workdir)
+        if "weights" in parts:
+            _say(args, "weights: the shipped MiniLM's fp32 against its int8 weights (two children side by side)")
+            result["weights"] = _guard(bench_weights.bench_weights, args, workdir)
         if "edits" in parts:
             _say(args, "edits reaching search with the server running")
             result["edits"] = _guard(bench_edits.bench_edits, args, workdir, _pct)
@@ -399,13 +402,14 @@ def run_bench(args) -> int:
               + "\n\n" + bench_hooks.render(result.get("hooks"))
               + "\n\n" + bench_graph.render(result.get("graph"))
               + "\n\n" + bench_footprint.render(result.get("footprint"), result.get("serving"))
+              + ("\n\n" + bench_weights.render(result["weights"]) if "weights" in result else "")
               + "\n\n" + bench_edits.render(result.get("edits"))
               + ("\n\n" + _render_million(result["million"]) if "million" in result else "")
               + ("\n\n" + _render_million_hybrid(result["million_hybrid"]) if "million_hybrid" in result else ""))
     return 0
 
 
-BENCH_PARTS = ("sizes", "embedder", "footprint", "edits", "hooks", "graph")
+BENCH_PARTS = ("sizes", "embedder", "footprint", "weights", "edits", "hooks", "graph")
 
 
 def _parts(args) -> set[str]:
