@@ -64,7 +64,7 @@ def hypothetical_hybrid(found):
 
 
 WEIGHTS = (1.0, 2.0, 3.0, 4.0, 6.0)
-KS = (60, 30, 10, 3)
+KS = (60, 30, 10, 5, 3, 1)
 GRID = [("rrf w=2 k=60 (qmd)", partial(PLAIN_COMBINE, question_weight=2.0, k=60), PLAIN_PHRASINGS)] + [
     (f"rrf w={w:g} k={k}", partial(PLAIN_COMBINE, question_weight=w, k=k), PLAIN_PHRASINGS)
     for k in KS for w in WEIGHTS if (w, k) != (2.0, 60)]
@@ -111,9 +111,13 @@ def score(app, questions, combine, phrasings) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--save", help="write the per-question scores (JSON) here")
+    parser.add_argument("--only", action="append", default=[],
+                        help="run only the variants whose name holds this text (repeatable; qmd's rule always runs)")
     args = parser.parse_args()
     memo = memoise_ranked()
     variants = [("plain question", None, None), *GRID, *OTHERS]
+    if args.only:
+        variants = [v for i, v in enumerate(variants) if i < 2 or any(text in v[0] for text in args.only)]
     per_q: dict[str, dict] = {}
     for corpus in load_suite(REPO / "eval" / "suite.json"):
         if corpus.lockbox:

@@ -65,9 +65,10 @@ def test_combine_is_weighted_reciprocal_rank_fusion_with_the_question_counting_d
     scores = dict(combine(question, [other]))
     k, w = subqueries.RRF_K, subqueries.QUESTION_WEIGHT
     assert scores == pytest.approx({1: w / (k + 1), 2: w / (k + 2) + 1 / (k + 2), 3: 1 / (k + 1)})
-    # one sub-query's first place does not outvote the question's first place
-    assert [cid for cid, _ in combine(question, [other])][:2] == [2, 1]
+    # one sub-query's first place does not outvote the question's first place; two agreeing on
+    # the question's second do
     assert [cid for cid, _ in combine([(1, 1.0)], [[(3, 1.0)]])] == [1, 3]
+    assert [cid for cid, _ in combine(question, [[(2, 1.0)], [(2, 1.0)]])] == [2, 1]
 
 
 # --- the pipeline ------------------------------------------------------------------------------
