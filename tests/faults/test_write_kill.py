@@ -53,7 +53,7 @@ def whole(text: str) -> bool:
     return bool(match) and rest == body(int(match[1]), int(match[2]))
 
 
-def loop(root: str, trial: int, index_dir: str, ready) -> None:
+def loop(root: str, trial: int, index_dir: str, ready, done) -> None:
     app = App.open(make_settings(Path(index_dir)), models=Models.fixed(FakeEmbedder()))
     service = app.writer(Vault.open(root))
     ready.set()  # the kill lands among writes and re-indexes, not in the App's start
@@ -63,6 +63,7 @@ def loop(root: str, trial: int, index_dir: str, ready) -> None:
         view = service.read(ME, note)
         service.write(ME, WriteRequest("replace", note, body=body(trial, k), base_version=view.version))
         k += 1
+        done.value = k
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -83,11 +84,16 @@ def test_kill_minus_nine_never_leaves_a_partial_note_and_the_next_sync_matches(t
     started = time.monotonic()
     for trial in range(TRIALS):
         before = {note: (root / note).read_bytes() for note in NOTES}
-        ready = context.Event()
-        child = context.Process(target=loop, args=(str(root), trial, str(tmp_path), ready), daemon=True)
+        ready, done = context.Event(), context.Value("i", 0, lock=False)
+        child = context.Process(target=loop, args=(str(root), trial, str(tmp_path), ready, done), daemon=True)
         child.start()
         assert ready.wait(30), f"trial {trial}: the writer did not start"
-        time.sleep(rng.uniform(0.005, 0.15))
+        # Kill inside write number `after` + 1 (or its re-index), counted rather than timed: a sleep
+        # alone saw fewer writes than TRIALS // 4 change a note at load 27 (issue 24, 2 test workers).
+        after, deadline = rng.randrange(4), time.monotonic() + 30
+        while done.value < after and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0.0, 0.05))
         os.kill(child.pid, signal.SIGKILL)
         child.join(timeout=10)
         assert child.exitcode == -signal.SIGKILL
