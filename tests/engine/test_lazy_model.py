@@ -8,6 +8,7 @@ counts how often it is constructed (loading ONNX Runtime is what these paths mus
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 
 import pytest
@@ -114,12 +115,13 @@ def first_fingerprint(app: App) -> str:
 # --- the stat shortcut (issue 26): trusted only when the last look was not racy ---------------
 
 
-def test_an_edit_within_the_mtime_granularity_of_the_last_look_is_not_missed(tmp_path):
+def test_an_edit_within_the_mtime_granularity_of_the_last_look_is_not_missed(tmp_path, monkeypatch):
     """A note indexed right after it was written, then changed to the same size with the same
     mtime (a file system whose mtimes have a coarse tick): the stat says nothing changed, the
     content did. The racy look recorded no mtime, so the next sync hashes the file."""
     from vault_index.engine import indexer
 
+    monkeypatch.setattr(indexer, "RACY_FINE_SECONDS", 60.0)  # the look counts as racy however slow the machine
     app = App.open(make_settings(tmp_path))
     note = write(tmp_path / "vault", "bike.md", BIKE)
     app.index([str(note.parent)])
@@ -130,7 +132,6 @@ def test_an_edit_within_the_mtime_granularity_of_the_last_look_is_not_missed(tmp
     report = app.index()
     assert report.indexed == 1, "a same-size edit within the mtime tick of the last look was missed"
     assert any("degreasor" in text for _, text in app.store.db.execute("SELECT id, text FROM chunks"))
-    assert indexer.RACY_SECONDS > 0
     app.close()
 
 
@@ -147,6 +148,25 @@ def test_an_old_unchanged_note_is_trusted_by_its_stat_and_not_read(tmp_path, mon
     monkeypatch.setattr(indexer, "_read_note", lambda *a: reads.append(a) or real(*a))
     assert app.index().unchanged == 1 and reads == []
     note.write_text(BIKE + "\nmore\n", encoding="utf-8")  # a fresh edit: read, indexed, then racy
+    monkeypatch.setattr(indexer, "RACY_FINE_SECONDS", 60.0)
     assert app.index().indexed == 1 and len(reads) == 1
     assert app.index().unchanged == 1 and len(reads) == 2  # racy look: hashed once more, same content
     app.close()
+
+
+def test_the_racy_window_follows_the_mtime_granularity():
+    from types import SimpleNamespace
+
+    from vault_index.engine import indexer
+
+    def stat(seconds_ago: float, whole: bool):
+        mtime = time.time() - seconds_ago
+        mtime = float(int(mtime)) if whole else mtime
+        ns = int(mtime) * 1_000_000_000 if whole else int(mtime * 1e9) | 1  # a fraction of a second
+        return SimpleNamespace(st_mtime=mtime, st_mtime_ns=ns)
+
+    assert indexer._trusted_mtime(stat(0.01, whole=False)) is None  # within a fine tick of now
+    assert indexer._trusted_mtime(stat(1.0, whole=False)) is not None
+    assert indexer._trusted_mtime(stat(0.5, whole=True)) is None  # seconds-only file system: 2 s window
+    assert indexer._trusted_mtime(stat(5.0, whole=True)) is not None
+    assert indexer._trusted_mtime(stat(-3600, whole=False)) is not None  # touched an hour into the future

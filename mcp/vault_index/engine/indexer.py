@@ -214,11 +214,6 @@ class _Checkout:
     root: Path
 
 
-def _guarded_sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> None:
-    """_sync_file, with any failure of this one file reported instead of ending the sync (_guarded)."""
-    _guarded(store, path, report, _sync_file, store, here, path, report, sizing)
-
-
 def _guarded(store: Store, path: Path | str, report: SyncReport, step, *args):
     """`step(*args)`, with any failure of this one file reported instead of ending the sync.
 
@@ -245,10 +240,11 @@ def _guarded(store: Store, path: Path | str, report: SyncReport, step, *args):
 # cost more than the inserts). The write lock is held only while they are written; each note
 # is a savepoint of that transaction, so a failure still undoes that one note, whole.
 FLUSH_NOTES, FLUSH_SECONDS = 256, 0.25
-# A file modified this recently may change again within its mtime's granularity (a second on some
-# file systems) without its mtime or size changing: its copy is recorded with no mtime, so the
-# next sync reads and hashes it instead of trusting the stat (git's "racily clean" entries).
-RACY_SECONDS = 2.0
+# A file modified this recently may change again within its mtime's granularity without its
+# mtime or size changing: its copy is recorded with no mtime, so the next sync reads and hashes it
+# instead of trusting the stat (git's "racily clean" entries). A whole-second mtime says the file
+# system keeps seconds (FAT keeps two): RACY_SECONDS; finer ones tick in milliseconds at most.
+RACY_SECONDS, RACY_FINE_SECONDS = 2.0, 0.05
 
 
 # Trigger: one 713 KB note became 30,000 chunks and 12 minutes of embedding (issue 22). Why: a
@@ -286,13 +282,6 @@ class _Prepared:
     chunks: list
     cut: str | None
     at: float  # when it was ready (perf_counter)
-
-
-def _sync_file(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> None:
-    """Index one note of the checkout `here` (a folder, or the note itself for a file source)."""
-    prepared = _prepare(store, here, path, report, sizing)
-    if prepared is not None:
-        _write(store, prepared, report)
 
 
 def _flush(store: Store, ready: list[_Prepared], report: SyncReport) -> None:
@@ -364,10 +353,11 @@ def _write(store: Store, p: _Prepared, report: SyncReport) -> None:
 
 
 def _trusted_mtime(stat: os.stat_result) -> float | None:
-    """The mtime a later stat may be compared with; None when it is within RACY_SECONDS of now
+    """The mtime a later stat may be compared with; None when it is within the racy window of now
     (a later edit may leave the same mtime). One far off (a touch into the future, a clock
     elsewhere) is no race: an edit now gives the file a different mtime."""
-    return None if abs(time.time() - stat.st_mtime) < RACY_SECONDS else stat.st_mtime
+    window = RACY_SECONDS if stat.st_mtime_ns % 1_000_000_000 == 0 else RACY_FINE_SECONDS
+    return None if abs(time.time() - stat.st_mtime) < window else stat.st_mtime
 
 
 def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = False) -> None:
@@ -442,7 +432,9 @@ def reindex_file(store: Store, models: Models, path: str) -> SyncReport | None:
     report = SyncReport()
     if key.exists():
         here = _Checkout(source_id, checkout_id, Path(real_path(root)))
-        _guarded_sync_file(store, here, key, report, _Sizing(models))
+        prepared = _guarded(store, key, report, _prepare, store, here, key, report, _Sizing(models))
+        if prepared is not None:
+            _flush(store, [prepared], report)  # its rows, links, problem line and copy: one commit
     elif store.remove_copy(checkout_id, str(key)):
         report.removed += 1
     _embed_missing(store, models, report, None, str(key))
