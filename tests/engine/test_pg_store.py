@@ -56,7 +56,8 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
     try:
         assert errors == [] and len(stores) == 4
         rows = stores[0].db.execute("SELECT number, name FROM schema_migrations").fetchall()
-        assert rows == [(1, "m001_initial"), (2, "m002_checkouts"), (3, "m003_source_scopes")]
+        assert rows == [(1, "m001_initial"), (2, "m002_checkouts"), (3, "m003_source_scopes"),
+                        (4, "m004_keyword_terms")]
     finally:
         for store in stores:
             store.close()
@@ -64,15 +65,15 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_accepted(pg_store):
-    from vault_index.engine.stores import pg_sql  # imports psycopg: after the fixture's skip
+def test_the_keyword_query_text_is_read_term_by_term_and_nothing_else_is_accepted(pg_store):
+    from vault_index.engine.stores import pg_keywords
 
-    assert pg_sql.parse_match('"apple"') == (["apple"], "OR")
-    assert pg_sql.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
-    assert pg_sql.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
+    assert pg_keywords.parse_match('"apple"') == (["apple"], "OR")
+    assert pg_keywords.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
+    assert pg_keywords.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
     for bad in ("", "apple", '"a" NEAR "b"', '"a" OR "b" AND "c"', '"a" "b"'):
         with pytest.raises(ValueError):
-            pg_sql.parse_match(bad)
+            pg_keywords.parse_match(bad)
 
 
 def test_a_term_in_title_and_heading_ranks_above_one_in_the_body_and_and_needs_every_term(store_factory):

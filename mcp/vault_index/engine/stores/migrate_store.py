@@ -10,9 +10,11 @@ target that already holds an index is refused (ADR 0017).
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 
+from vault_index.engine.stores.pg_keywords import chunk_terms
 from vault_index.engine.stores.pg_sql import _as_text, _clean
 from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.store import Store
@@ -36,6 +38,52 @@ def _files(rows):
                _clean(_as_text(day)), indexed_at)
 
 
+class _Keywords:
+    """FTS5's terms of the copied chunks (pg_keywords), collected as the chunks stream through and
+    written in bulk: postings (in a temporary file meanwhile) by COPY into the table emptied in
+    this transaction (FREEZE: its pages are all-visible at once, so searches read the postings
+    index alone), its key built after the load rather than row by row, then each term's document
+    count and the totals."""
+
+    def __init__(self):
+        self.postings = tempfile.TemporaryFile("w+", encoding="utf-8")  # 1M chunks: about 2 GB of lines
+        self.df: Counter = Counter()
+        self.chunks = self.tokens = self.rows = 0
+
+    def prepare(self, db) -> None:
+        db.execute("TRUNCATE postings")
+        db.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
+
+    def chunk_rows(self, rows):
+        lines = []
+        for r in rows:
+            r = tuple(_clean(v) for v in r)
+            stored, length, counts = chunk_terms(r[8], r[3], r[6])
+            self.df.update(counts.keys())
+            self.chunks += 1
+            self.tokens += length
+            lines.extend(f"{t}\t{r[0]}\t{n}\t{length}\n" for t, n in counts.items())
+            yield (*r, stored, length)
+        self.rows += len(lines)
+        self.postings.write("".join(lines))
+
+    def finish(self, db) -> int:
+        with db.cursor().copy("COPY postings (term, chunk_id, tf, length) FROM STDIN WITH (FREEZE)") as copy:
+            self.postings.seek(0)
+            while block := self.postings.read(1 << 20):
+                copy.write(block)
+        self.postings.close()
+        db.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        db.execute("ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (term, chunk_id) "
+                   "INCLUDE (tf, length)")
+        terms = sorted(self.df)
+        with db.cursor().copy("COPY term_stats (term, df) FROM STDIN") as copy:
+            for t in terms:
+                copy.write_row((t, self.df[t]))
+        db.execute("UPDATE keyword_stats SET chunks = %s, tokens = %s WHERE id = 1", (self.chunks, self.tokens))
+        return self.rows
+
+
 def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], None] | None = None) -> dict:
     """Copy `source` into the empty `target`; returns what was copied (counts, vectors per model)."""
     counts = target.counts()
@@ -44,6 +92,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
                          f"{counts['files']} files); migrate copies into an empty database only")
     src = source.db
     copied: dict = {}
+    keywords = _Keywords()
     tables = (
         ("sources", "id, path, name, added_at", "SELECT id, path, name, added_at FROM sources", None),
         ("checkouts", "id, source_id, root, added_at", "SELECT id, source_id, root, added_at FROM checkouts", None),
@@ -54,10 +103,9 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         ("files", "id, source_id, path, mtime, size, hash, title, tags, status, frontmatter, collection, fm_date, "
          "indexed_at", "SELECT id, source_id, path, mtime, size, hash, title, tags, status, frontmatter, "
          "indexed_at FROM files", _files),
-        ("chunks", "id, file_id, ordinal, heading, line_start, line_end, text, hash, title",
+        ("chunks", "id, file_id, ordinal, heading, line_start, line_end, text, hash, title, terms, length",
          "SELECT c.id, c.file_id, c.ordinal, c.heading, c.line_start, c.line_end, c.text, c.hash, t.title "
-         "FROM chunks c JOIN chunks_fts t ON t.rowid = c.id ORDER BY c.id",
-         lambda rows: (tuple(_clean(v) for v in r) for r in rows)),
+         "FROM chunks c JOIN chunks_fts t ON t.rowid = c.id ORDER BY c.id", keywords.chunk_rows),
         ("edges", "id, source, target, raw, fragment, kind, line, status, name_key, file_key, root",
          "SELECT id, source, target, raw, fragment, kind, line, status, name_key, file_key, root FROM edges", None),
         ("note_names", "path, kind, key", "SELECT path, kind, key FROM note_names", None),
@@ -65,6 +113,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         ("meta", "key, value", "SELECT key, value FROM meta", None),
     )
     with target.transaction() as db:
+        keywords.prepare(db)
         for table, columns, query, convert in tables:
             n = 0
             with db.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -85,6 +134,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
                 for h, model, blob in rows:
                     copy.write_row((h, model, np.frombuffer(blob, dtype="<f4")))
                     vectors[model] += 1
+        copied["postings"] = keywords.finish(db)
         copied["vectors"] = dict(vectors)
         if progress:
             progress("vectors", sum(vectors.values()))

@@ -9,6 +9,7 @@ import re
 import psycopg
 from psycopg import sql
 
+from vault_index.engine.stores.pg_keywords import m004_keyword_terms
 from vault_index.engine.stores.urls import redact
 from vault_index.errors import IndexUnavailableError
 
@@ -37,15 +38,6 @@ HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_wo
 # row ran on a cold cache); at 100k all gave 1.0. 8 buys the recall at no measured cost (ADR 0017).
 HNSW_EF_SEARCH_FACTOR = 8
 HNSW_EF_SEARCH_MAX = 1000  # pgvector refuses a larger hnsw.ef_search
-# ts_rank weights, in PostgreSQL's {D, C, B, A} order: body, (unused), heading path, title; the
-# tsvector labels title A and heading B so they can be weighed apart. Trigger: the issue asked for
-# title and heading to weigh more. Why not: measured on the example vault (file NDCG@5, shipped
-# MiniLM, IDF on), {0.4,0.4,0.7,1.0} gave keyword 0.795 / hybrid 0.951 and {0.5,0.5,1,1} 0.805 /
-# 0.954, against 0.832 / 0.955 with equal weights (SQLite's bm25, which weighs the columns alike:
-# 0.828 / 0.955). Outcome: equal weights, no length normalisation; ADR 0017 has the sweep.
-RANK_WEIGHTS = "{1.0, 1.0, 1.0, 1.0}"
-RANK_NORMALIZATION = 0
-IDF_COUNT_CAP = 100_000  # chunks counted per term for its IDF (a term in more counts as this many)
 ITER_BLOCK = 8192  # vectors per page when streaming a model's vectors
 
 
@@ -121,7 +113,7 @@ def m003_source_scopes(db: psycopg.Connection) -> None:
     db.execute("ALTER TABLE sources ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
 
 
-MIGRATIONS = (m001_initial, m002_checkouts, m003_source_scopes)
+MIGRATIONS = (m001_initial, m002_checkouts, m003_source_scopes, m004_keyword_terms)
 
 
 def database_url(server_url: str, name: str) -> str:
