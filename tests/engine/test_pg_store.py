@@ -178,3 +178,54 @@ def test_ef_search_is_the_factor_times_the_wanted_vectors_within_pgvectors_bound
     assert ef_search_for(100) == HNSW_EF_SEARCH_FACTOR * 100  # what the fusion asks: 2 x 50
     assert ef_search_for(1) == 40  # pgvector's default is the floor
     assert ef_search_for(10_000) == HNSW_EF_SEARCH_MAX == 1000  # pgvector refuses more
+
+
+_NOTES = {
+    "/v/rust.md": "# Ownership\n\nRust's borrow checker can't be fooled: a borrow ends where its last use is. "
+                  "Running the borrow checker runs at compile time.\n\n## Borrowing\n\nstd::fs::read borrows "
+                  "nothing; x-ray vision of the borrow checker.",
+    "/v/xray.md": "# X-ray machines\n\nAn x-ray machine can't see through lead. X ray, ray x, x-ray x-ray.",
+    "/v/cafe.md": "---\ntitle: Café notes\n---\n# Naïve café\n\nThe café can't open; rock'n'roll at the café. "
+                  "Running, runs, ran.",
+    "/v/long.md": "# Long\n\n" + " ".join(f"word{i % 37} borrow" if i % 5 == 0 else f"word{i % 37}"
+                                          for i in range(300)),
+}
+_MATCHES = ['"borrow"', '"can\'t" OR "borrow"', '"x-ray" AND "machine"', '"run" OR "running" OR "runs"',
+            '"borrow" AND "checker"', '"nothing"', '"absent"', '"x-ray"', '"cafe" OR "café"', '"ray x"',
+            '"word3" OR "borrow" OR "x"', '"_" OR "borrow"', '"rock\'n\'roll"']
+
+
+def _keyed(store, pairs):
+    rows = store.chunk_rows(cid for cid, _ in pairs)
+    return [((rows[cid].path, rows[cid].line_start), score) for cid, score in pairs]
+
+
+def test_keyword_results_counts_and_scores_are_sqlites_to_the_bit(tmp_path, store_factory):
+    """ADR 0028: FTS5's terms, document counts and bm25 on PostgreSQL, so both rank alike, after
+    writes, rewrites and deletes alike."""
+    from vault_index.engine.stores.store import Store
+
+    lite, pg = Store(tmp_path / "lite.db"), store_factory()
+    found = 0
+    try:
+        for rewrite in (False, True):
+            for store in (lite, pg):
+                sid = store.add_source("/v")
+                for path, text in _NOTES.items():
+                    _put(store, sid, path, text + (" Borrow again." if rewrite else ""))
+                if rewrite:
+                    store.delete_file("/v/cafe.md")
+            assert pg.chunk_count() == lite.chunk_count() > 0
+            for match in _MATCHES:
+                want = _keyed(lite, lite.keyword(match, 50))
+                assert _keyed(pg, pg.keyword(match, 50)) == want, match
+                found += len(want)
+                for term in match.split(" OR " if " OR " in match else " AND "):
+                    assert pg.term_doc_count(term, 1000) == lite.term_doc_count(term, 1000), term
+        assert found > 40  # the queries do find chunks
+        stats = pg.db.execute("SELECT term, df FROM term_stats ORDER BY term").fetchall()
+        recount = pg.db.execute("SELECT term, COUNT(*) FROM postings GROUP BY term ORDER BY term").fetchall()
+        tokens = pg.db.execute("SELECT tokens FROM keyword_stats").fetchone()[0]
+        assert stats == recount and tokens == pg.db.execute("SELECT SUM(length) FROM chunks").fetchone()[0]
+    finally:
+        lite.close()
