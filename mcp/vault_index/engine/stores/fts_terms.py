@@ -61,6 +61,8 @@ class Terms:
 
     def _split(self, text: str) -> list[str]:
         """Maximal runs of token characters, as unicode61 finds them."""
+        if text.isascii():
+            return self._runs.findall(text)
         runs = []
         for run in self._runs.findall(text):
             if run.isascii():

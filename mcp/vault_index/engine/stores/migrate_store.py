@@ -14,7 +14,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 
-from vault_index.engine.stores.pg_keywords import chunk_terms
+from vault_index.engine.stores.pg_keywords import chunks_terms
 from vault_index.engine.stores.pg_sql import _as_text, _clean
 from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.store import Store
@@ -56,9 +56,8 @@ class _Keywords:
 
     def chunk_rows(self, rows):
         lines = []
-        for r in rows:
-            r = tuple(_clean(v) for v in r)
-            stored, length, counts = chunk_terms(r[8], r[3], r[6])
+        rows = [tuple(_clean(v) for v in r) for r in rows]
+        for r, (stored, length, counts) in zip(rows, chunks_terms([(r[8], r[3], r[6]) for r in rows]), strict=True):
             self.df.update(counts.keys())
             self.chunks += 1
             self.tokens += length

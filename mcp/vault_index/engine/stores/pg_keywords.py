@@ -45,9 +45,21 @@ def parse_match(match: str) -> tuple[list[str], str]:
 
 def chunk_terms(title: str | None, heading: str | None, text: str | None) -> tuple[str, int, Counter]:
     """(terms column, length, term counts) of one chunk, as FTS5 indexes its three columns."""
-    columns = fts_terms().tokens_of([title or "", heading or "", text or ""])
-    counts = Counter(t for column in columns for t in column)
-    return COLUMN_SEP.join(TERM_SEP.join(c) for c in columns), sum(len(c) for c in columns), counts
+    return chunks_terms([(title, heading, text)])[0]
+
+
+def chunks_terms(chunks: list[tuple[str | None, str | None, str | None]]) -> list[tuple[str, int, Counter]]:
+    """chunk_terms of many chunks at once (one pass through FTS5 for the words not seen before)."""
+    columns = fts_terms().tokens_of([part or "" for chunk in chunks for part in chunk])
+    out = []
+    for i in range(0, len(columns), 3):
+        title, heading, body = columns[i : i + 3]
+        counts = Counter(title)
+        counts.update(heading)
+        counts.update(body)
+        out.append((f"{TERM_SEP.join(title)}{COLUMN_SEP}{TERM_SEP.join(heading)}{COLUMN_SEP}{TERM_SEP.join(body)}",
+                    len(title) + len(heading) + len(body), counts))
+    return out
 
 
 def phrase_count(stored: str, phrase: tuple[str, ...]) -> int:
@@ -78,8 +90,7 @@ def m004_keyword_terms(db) -> None:
     while rows := db.execute("SELECT id, title, heading, text FROM chunks WHERE id > %s ORDER BY id LIMIT 1000",
                              (after,)).fetchall():
         made = []
-        for cid, title, heading, text in rows:
-            stored, length, counts = chunk_terms(title, heading, text)
+        for (cid, *_), (stored, length, counts) in zip(rows, chunks_terms([r[1:] for r in rows]), strict=True):
             db.execute("UPDATE chunks SET terms = %s, length = %s WHERE id = %s", (stored, length, cid))
             made.append((cid, length, counts))
         add_postings(db, made)

@@ -30,7 +30,7 @@ import psycopg
 from vault_index.engine.files import checkouts
 from vault_index.engine.parsing import link_index
 from vault_index.engine.parsing.parse import alias_title
-from vault_index.engine.stores.pg_keywords import PgKeywords, add_postings, chunk_terms, remove_postings
+from vault_index.engine.stores.pg_keywords import PgKeywords, add_postings, chunks_terms, remove_postings
 from vault_index.engine.stores.pg_reads import PgReads
 from vault_index.engine.stores.pg_schema import EMBED_LOCK, HNSW_MIN_VECTORS, MIGRATE_LOCK, MIGRATIONS, WRITE_LOCK
 from vault_index.engine.stores.pg_sql import _AdvisoryLock, _as_text, _clean, _Qmark
@@ -237,6 +237,11 @@ class PgStore(PgKeywords, PgReads, PgVectors):
         with `checkout_id`, only when engine/files/checkouts.accept lets that checkout's copy in."""
         frontmatter = note.frontmatter
         collection = frontmatter.get("collection")
+        title = _clean(alias_title(note))
+        chunks = list(chunks)
+        parts = [(_clean(c.heading), _clean(c.text)) for c in chunks]
+        made_terms = chunks_terms([(title, h, t) for h, t in parts])  # FTS5's terms, before the write lock
+        cleaned = [(c, h, t, m) for c, (h, t), m in zip(chunks, parts, made_terms, strict=True)]
         with self.transaction() as db:
             if checkout_id is not None and not checkouts.accept(_Qmark(db), checkout_id, path, stat, digest):
                 return False
@@ -250,11 +255,8 @@ class PgStore(PgKeywords, PgReads, PgVectors):
                  _clean(collection) if isinstance(collection, str) else None,
                  _clean(_as_text(frontmatter.get("date"))), time.time()),
             ).fetchone()[0]
-            title = _clean(alias_title(note))
             made = []
-            for c in chunks:
-                heading, text = _clean(c.heading), _clean(c.text)
-                stored, length, counts = chunk_terms(title, heading, text)
+            for c, heading, text, (stored, length, counts) in cleaned:
                 chunk_id = db.execute(
                     "INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash, title, terms, "
                     "length) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
