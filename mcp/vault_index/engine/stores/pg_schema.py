@@ -38,6 +38,10 @@ HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_wo
 # row ran on a cold cache); at 100k all gave 1.0. 8 buys the recall at no measured cost (ADR 0017).
 HNSW_EF_SEARCH_FACTOR = 8
 HNSW_EF_SEARCH_MAX = 1000  # pgvector refuses a larger hnsw.ef_search
+# A search filtered to at most this many chunks compares each of them (exact, as SQLite does); a
+# broader filter reads the index's nearest and filters them in the same query, exact again when
+# fewer than asked for pass. 10,000: where exact and HNSW cost alike (HNSW_MIN_VECTORS above).
+FILTER_EXACT_MAX = 10_000
 ITER_BLOCK = 8192  # vectors per page when streaming a model's vectors
 
 
