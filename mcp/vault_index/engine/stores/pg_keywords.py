@@ -164,17 +164,20 @@ class PgKeywords:
         hits = {cid: (phrase_count(stored, phrase), n) for cid, stored, n in rows}
         return {cid: hit for cid, hit in hits.items() if hit[0]}
 
-    def _doc_freqs(self, phrases: list[tuple[str, ...]], multi: dict[int, dict]) -> list[int]:
+    def _counts(self, phrases: list[tuple[str, ...]], multi: dict[int, dict]) -> tuple[int, int, list[int]]:
+        """(chunks, terms in all chunks, each phrase's document count), in one round trip."""
         singles = sorted({p[0] for p in phrases if len(p) == 1})
-        df = dict(self.db.execute("SELECT term, df FROM term_stats WHERE term = ANY(%s)", (singles,)).fetchall()) \
-            if singles else {}
-        return [len(multi[i]) if i in multi else (df.get(p[0], 0) if p else 0) for i, p in enumerate(phrases)]
+        rows = self.db.execute("SELECT k.chunks, k.tokens, t.term, t.df FROM keyword_stats k LEFT JOIN term_stats t "
+                               "ON t.term = ANY(%s) WHERE k.id = 1", (singles,)).fetchall()
+        df = {term: n for _, _, term, n in rows if term is not None}
+        per_phrase = [len(multi[i]) if i in multi else (df.get(p[0], 0) if p else 0) for i, p in enumerate(phrases)]
+        return rows[0][0], rows[0][1], per_phrase
 
     def term_doc_count(self, match: str, cap: int) -> int:
         texts, _ = parse_match(match)
         phrases = self._phrases(texts)
         multi = {i: self._phrase_hits(p) for i, p in enumerate(phrases) if len(p) > 1}
-        return min(cap, sum(self._doc_freqs(phrases, multi)))
+        return min(cap, sum(self._counts(phrases, multi)[2]))
 
     def keyword(self, match: str, limit: int) -> list[tuple[int, float]]:
         """FTS5's bm25 over FTS5's terms, higher is better (the SQLite side's flipped bm25).
@@ -185,12 +188,14 @@ class PgKeywords:
         """
         texts, op = parse_match(match)
         phrases = self._phrases(texts)
-        n_rows, n_tokens = self.db.execute("SELECT chunks, tokens FROM keyword_stats WHERE id = 1").fetchone()
-        if not n_rows or (op == "AND" and not all(phrases)) or not any(phrases):
+        if (op == "AND" and not all(phrases)) or not any(phrases):
             return []
         multi = {i: self._phrase_hits(p) for i, p in enumerate(phrases) if len(p) > 1}
+        n_rows, n_tokens, n_hits = self._counts(phrases, multi)
+        if not n_rows:
+            return []
         idf = []
-        for n_hit in self._doc_freqs(phrases, multi):
+        for n_hit in n_hits:
             value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
             idf.append(value if value > 0.0 else IDF_FLOOR)
         avgdl = float(n_tokens) / float(n_rows)
