@@ -117,7 +117,10 @@ def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database, pg_store):
+def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database, pg_store,
+                                                                                     monkeypatch):
+    from vault_index.engine.stores import pg_vectors
+
     store = pg_store.PgStore(pg_database(), hnsw_min_vectors=300)
     try:
         sid = store.add_source("/v")
@@ -149,6 +152,13 @@ def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_
                           if c in allowed), reverse=True)[:5]
         assert [c for c, _ in filtered] == [c for _, c in by_hand]
         assert index.search(queries[0], 5, set()) == []
+        # a broad filter (over FILTER_EXACT_MAX chunks) filters the index's nearest in the same query
+        monkeypatch.setattr(pg_vectors, "FILTER_EXACT_MAX", 10)
+        monkeypatch.setattr(index, "exact", lambda *a: pytest.fail("the index should have found enough"))
+        broad = {c for c, _, _ in store.chunk_keys()[::2]}
+        found = index.search(queries[0], 5, broad)
+        assert len(found) == 5 and {c for c, _ in found} <= broad
+        assert found == [p for p in approximate[0] if p[0] in broad][:5]
     finally:
         store.close()
 

@@ -26,6 +26,9 @@ from vault_index.engine.stores.fts_terms import terms as fts_terms
 # FTS5's bm25 (sqlite ext/fts5/fts5_aux.c, fts5Bm25Function): k1, b, and the floor of an IDF.
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 COLUMN_SEP, TERM_SEP = "\n", " "
+# One phrase's term of bm25 for a chunk, as fts5_aux.c computes it: idf * (f * (k1 + 1)) /
+# (f + k1 * (1 - b + b * D / avgdl)); parameters idf, k1 + 1, k1, 1 - b, b, avgdl.
+_TERM_SCORE = "%s * (({f} * %s) / ({f} + %s * (%s + %s * {d} / %s)))"
 
 _MATCH_TOKEN = re.compile(r'"(?:[^"]|"")*"|\S+')
 
@@ -199,23 +202,28 @@ class PgKeywords:
             value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
             idf.append(value if value > 0.0 else IDF_FLOOR)
         avgdl = float(n_tokens) / float(n_rows)
-        parts, args = [], []
+        sources, args = [], []
         for i, p in enumerate(phrases):
+            if not p:
+                continue
+            term = _TERM_SCORE.format(f="tf::float8", d="length::float8")
             if len(p) == 1:
-                parts.append(f"SELECT chunk_id, {i} AS i, tf::float8 AS f, length::float8 AS d FROM postings "
-                             "WHERE term = %s")
-                args.append(p[0])
-        if multi:
-            rows = [(cid, i, f, n) for i, hits in multi.items() for cid, (f, n) in hits.items()]
-            parts.append("SELECT * FROM unnest(%s::bigint[], %s::int[], %s::float8[], %s::float8[]) "
-                         "AS m(chunk_id, i, f, d)")
-            args += [[r[0] for r in rows], [r[1] for r in rows], [float(r[2]) for r in rows],
-                     [float(r[3]) for r in rows]]
-        score = "0.0::float8" + "".join(
-            f" + COALESCE(MAX(%s * ((f * %s) / (f + %s * (%s + %s * d / %s)))) FILTER (WHERE i = {i}), 0.0::float8)"
-            for i, p in enumerate(phrases) if p)
-        score_args = [a for i, p in enumerate(phrases) if p for a in (idf[i], K1 + 1.0, K1, 1 - B, B, avgdl)]
-        having = f" HAVING COUNT(*) = {sum(1 for p in phrases if p)}" if op == "AND" else ""
-        statement = (f"SELECT chunk_id, {score} AS s FROM ({' UNION ALL '.join(parts)}) h GROUP BY chunk_id"
-                     f"{having} ORDER BY s DESC, chunk_id LIMIT %s")
-        return [(int(c), float(s)) for c, s in self.db.execute(statement, (*score_args, *args, limit))]
+                sources.append(f"SELECT chunk_id, {term} AS s FROM postings WHERE term = %s")
+                args += [idf[i], K1 + 1.0, K1, 1 - B, B, avgdl, p[0]]
+            else:
+                hits = multi[i]
+                sources.append(f"SELECT chunk_id, {_TERM_SCORE.format(f='f', d='d')} AS s FROM "
+                               "unnest(%s::bigint[], %s::float8[], %s::float8[]) AS m(chunk_id, f, d)")
+                args += [idf[i], K1 + 1.0, K1, 1 - B, B, avgdl, list(hits),
+                         [float(f) for f, _ in hits.values()], [float(n) for _, n in hits.values()]]
+        if op == "OR":
+            # a chunk holding one or two of the phrases gets FTS5's sum exactly (addition commutes);
+            # with three or more the order of the additions may move the last bit
+            statement = (f"SELECT chunk_id, SUM(s) AS score FROM ({' UNION ALL '.join(sources)}) h "
+                         "GROUP BY chunk_id ORDER BY score DESC, chunk_id LIMIT %s")
+        else:  # every phrase in every chunk: joined on the chunk, terms added in query order as FTS5 adds them
+            joined = " JOIN ".join(f"({src}) p{k}" + (f" ON p{k}.chunk_id = p0.chunk_id" if k else "")
+                                   for k, src in enumerate(sources))
+            score = " + ".join(["0.0::float8"] + [f"p{k}.s" for k in range(len(sources))])
+            statement = f"SELECT p0.chunk_id, {score} AS score FROM {joined} ORDER BY score DESC, p0.chunk_id LIMIT %s"
+        return [(int(c), float(v)) for c, v in self.db.execute(statement, (*args, limit))]
