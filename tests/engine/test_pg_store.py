@@ -210,9 +210,10 @@ def _keyed(store, pairs):
     return [((rows[cid].path, rows[cid].line_start), score) for cid, score in pairs]
 
 
-def test_keyword_results_counts_and_scores_are_sqlites_to_the_bit(tmp_path, store_factory):
+def test_keyword_results_counts_and_scores_are_sqlites_to_the_bit(tmp_path, store_factory, pg_database, pg_store):
     """ADR 0028: FTS5's terms, document counts and bm25 on PostgreSQL, so both rank alike, after
     writes, rewrites and deletes alike."""
+    from vault_index.engine.stores.migrate_store import copy_index
     from vault_index.engine.stores.store import Store
 
     lite, pg = Store(tmp_path / "lite.db"), store_factory()
@@ -237,5 +238,16 @@ def test_keyword_results_counts_and_scores_are_sqlites_to_the_bit(tmp_path, stor
         recount = pg.db.execute("SELECT term, COUNT(*) FROM postings GROUP BY term ORDER BY term").fetchall()
         tokens = pg.db.execute("SELECT tokens FROM keyword_stats").fetchone()[0]
         assert stats == recount and tokens == pg.db.execute("SELECT SUM(length) FROM chunks").fetchone()[0]
+        # migrate's bulk copy makes the same terms, postings and counts as the writes did
+        copied = pg_store.PgStore(pg_database("copy"))
+        try:
+            copy_index(lite, copied)
+            for table in ("term_stats", "keyword_stats"):
+                assert copied.db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() == \
+                    pg.db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for match in _MATCHES:
+                assert _keyed(copied, copied.keyword(match, 50)) == _keyed(lite, lite.keyword(match, 50)), match
+        finally:
+            copied.close()
     finally:
         lite.close()

@@ -85,8 +85,8 @@ class Terms:
     def tokens_of(self, texts: list[str]) -> list[list[str]]:
         """FTS5's terms of each text, in order (a text's position i is its i-th term)."""
         with self._lock:
-            split = [self._split(t or "") for t in texts]
-            missing = list({r for runs in split for r in runs if r not in self._stems})
+            split = [self._split(t) if t else [] for t in texts]
+            missing = list(set().union(*split).difference(self._stems)) if split else []
             if missing:
                 if len(self._stems) + len(missing) > STEM_CACHE_MAX:
                     self._stems.clear()
@@ -94,8 +94,12 @@ class Terms:
                 for i, run in enumerate(missing):
                     got = out.get(i, [])
                     self._stems[run] = got[0] if got else None
-            stems = self._stems
-            return [[s for s in (stems.get(r) for r in runs) if s is not None] for runs in split]
+            stem = self._stems.__getitem__
+            made = []
+            for runs in split:
+                terms = list(map(stem, runs))
+                made.append([t for t in terms if t is not None] if None in terms else terms)
+            return made
 
     def tokens(self, text: str) -> list[str]:
         return self.tokens_of([text])[0]

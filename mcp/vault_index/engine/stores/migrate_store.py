@@ -10,11 +10,10 @@ target that already holds an index is refused (ADR 0017).
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 
-from vault_index.engine.stores.pg_keywords import chunks_terms
+from vault_index.engine.stores.pg_keywords import COLUMN_SEP, TERM_SEP, chunks_stored
 from vault_index.engine.stores.pg_sql import _as_text, _clean
 from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.store import Store
@@ -39,48 +38,32 @@ def _files(rows):
 
 
 class _Keywords:
-    """FTS5's terms of the copied chunks (pg_keywords), collected as the chunks stream through and
-    written in bulk: postings (in a temporary file meanwhile) by COPY into the table emptied in
-    this transaction (FREEZE: its pages are all-visible at once, so searches read the postings
-    index alone), its key built after the load rather than row by row, then each term's document
-    count and the totals."""
-
-    def __init__(self):
-        self.postings = tempfile.TemporaryFile("w+", encoding="utf-8")  # 1M chunks: about 2 GB of lines
-        self.df: Counter = Counter()
-        self.chunks = self.tokens = self.rows = 0
+    """FTS5's terms of the copied chunks (pg_keywords): each chunk's terms column made in Python as
+    the chunks stream through; the postings, document counts and totals then made from that
+    column by PostgreSQL itself (a term's count per chunk is a GROUP BY there, not a Python loop),
+    the postings key built after the load rather than row by row. VACUUM after the commit marks
+    the postings all-visible, so searches read the postings index alone (copy_index)."""
 
     def prepare(self, db) -> None:
-        db.execute("TRUNCATE postings")
         db.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
 
     def chunk_rows(self, rows):
-        lines = []
         rows = [tuple(_clean(v) for v in r) for r in rows]
-        for r, (stored, length, counts) in zip(rows, chunks_terms([(r[8], r[3], r[6]) for r in rows]), strict=True):
-            self.df.update(counts.keys())
-            self.chunks += 1
-            self.tokens += length
-            lines.extend(f"{t}\t{r[0]}\t{n}\t{length}\n" for t, n in counts.items())
+        for r, (stored, length) in zip(rows, chunks_stored([(r[8], r[3], r[6]) for r in rows]), strict=True):
             yield (*r, stored, length)
-        self.rows += len(lines)
-        self.postings.write("".join(lines))
 
     def finish(self, db) -> int:
-        with db.cursor().copy("COPY postings (term, chunk_id, tf, length) FROM STDIN WITH (FREEZE)") as copy:
-            self.postings.seek(0)
-            while block := self.postings.read(1 << 20):
-                copy.write(block)
-        self.postings.close()
+        db.execute("INSERT INTO postings(term, chunk_id, tf, length) SELECT t.term, c.id, t.tf, c.length "
+                   "FROM chunks c, "
+                   "LATERAL (SELECT term, COUNT(*) AS tf FROM unnest(string_to_array(translate(c.terms, %s, %s), %s)) "
+                   "AS term WHERE term <> '' GROUP BY term) t", (COLUMN_SEP, TERM_SEP, TERM_SEP))
         db.execute("SET LOCAL maintenance_work_mem = '1GB'")
         db.execute("ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (term, chunk_id) "
                    "INCLUDE (tf, length)")
-        terms = sorted(self.df)
-        with db.cursor().copy("COPY term_stats (term, df) FROM STDIN") as copy:
-            for t in terms:
-                copy.write_row((t, self.df[t]))
-        db.execute("UPDATE keyword_stats SET chunks = %s, tokens = %s WHERE id = 1", (self.chunks, self.tokens))
-        return self.rows
+        db.execute("INSERT INTO term_stats(term, df) SELECT term, COUNT(*) FROM postings GROUP BY term")
+        db.execute("UPDATE keyword_stats SET chunks = (SELECT COUNT(*) FROM chunks), "
+                   "tokens = (SELECT COALESCE(SUM(length), 0) FROM chunks) WHERE id = 1")
+        return db.execute("SELECT COUNT(*) FROM postings").fetchone()[0]
 
 
 def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], None] | None = None) -> dict:
@@ -141,6 +124,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         for table in ("sources", "checkouts", "files", "chunks", "edges"):  # new rows continue after the copied ids
             db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE(MAX(id), 0) + 1, false) "
                        f"FROM {table}")
+    target.db.execute("VACUUM (ANALYZE) postings")  # all-visible: index-only scans (_Keywords)
     target.db.execute("ANALYZE")
     target.checkpoint()  # the HNSW index of any model at or above the threshold
     return copied

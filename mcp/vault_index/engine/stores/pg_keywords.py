@@ -51,6 +51,14 @@ def chunk_terms(title: str | None, heading: str | None, text: str | None) -> tup
     return chunks_terms([(title, heading, text)])[0]
 
 
+def chunks_stored(chunks: list[tuple[str | None, str | None, str | None]]) -> list[tuple[str, int]]:
+    """(terms column, length) of many chunks: what the bulk copy stores (migrate_store)."""
+    columns = fts_terms().tokens_of([part or "" for chunk in chunks for part in chunk])
+    return [(f"{TERM_SEP.join(columns[i])}{COLUMN_SEP}{TERM_SEP.join(columns[i + 1])}{COLUMN_SEP}"
+             f"{TERM_SEP.join(columns[i + 2])}", len(columns[i]) + len(columns[i + 1]) + len(columns[i + 2]))
+            for i in range(0, len(columns), 3)]
+
+
 def chunks_terms(chunks: list[tuple[str | None, str | None, str | None]]) -> list[tuple[str, int, Counter]]:
     """chunk_terms of many chunks at once (one pass through FTS5 for the words not seen before)."""
     columns = fts_terms().tokens_of([part or "" for chunk in chunks for part in chunk])
