@@ -130,6 +130,14 @@ class PgVectors:
         return row[0] if row else None
 
     def has_vector_index(self, model: str) -> bool:
+        """Whether `model`'s index is built; once seen, remembered (a search per round trip less;
+        were it dropped, the same query still answers, by a scan)."""
+        built = self.__dict__.setdefault("_indexed", set())
+        if model not in built and self._index_valid(model):
+            built.add(model)
+        return model in built
+
+    def _index_valid(self, model: str) -> bool:
         return bool(self.db.execute(
             "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND i.indisvalid",
             (self.vector_index_name(model),)).fetchone())
@@ -141,7 +149,7 @@ class PgVectors:
             return False
         self.db.execute("SELECT pg_advisory_lock(%s)", (VECTOR_INDEX_LOCK,))
         try:
-            if not self.has_vector_index(model):
+            if not self._index_valid(model):
                 self.db.execute(sql.SQL("SET maintenance_work_mem = {}").format(
                     sql.Literal(f"{hnsw_build_memory_mb(self.model_vectors(model), dims)}MB")))
                 self.db.execute(sql.SQL(
