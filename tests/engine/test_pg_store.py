@@ -251,3 +251,42 @@ def test_keyword_results_counts_and_scores_are_sqlites_to_the_bit(tmp_path, stor
             copied.close()
     finally:
         lite.close()
+
+
+def test_an_index_of_schema_3_gets_fts5s_terms_and_counts_for_its_chunks_on_first_open(pg_database, pg_store,
+                                                                                       tmp_path):
+    """m004_keyword_terms on a database written before it: the tsvector goes, every stored chunk gets
+    its terms, postings and counts, and keyword search then agrees with SQLite's."""
+    import psycopg
+    from vault_index.engine.stores import pg_schema
+    from vault_index.engine.stores.store import Store
+
+    url = pg_database()
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP SCHEMA public CASCADE")
+        db.execute("CREATE SCHEMA public")
+        db.execute("CREATE TABLE schema_migrations(number INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                   "applied_at DOUBLE PRECISION)")
+        for number, migration in enumerate(pg_schema.MIGRATIONS[:3], start=1):
+            migration(db)
+            db.execute("INSERT INTO schema_migrations VALUES (%s, %s, 0)", (number, migration.__name__))
+        db.execute("INSERT INTO sources(path, name) VALUES ('/v', 'v')")
+        for i, (path, text) in enumerate(_NOTES.items(), start=1):
+            db.execute("INSERT INTO files(source_id, path) VALUES (1, %s)", (path,))
+            for ordinal, chunk in enumerate(chunk_note(parse_note(path, text))):
+                db.execute("INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash, title) "
+                           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                           (i, ordinal, chunk.heading, chunk.line_start, chunk.line_end, chunk.text, chunk.hash,
+                            parse_note(path, text).title))
+    store, lite = pg_store.PgStore(url), Store(tmp_path / "lite.db")
+    try:
+        assert store.schema_version() == len(pg_schema.MIGRATIONS)
+        sid = lite.add_source("/v")
+        for path, text in _NOTES.items():
+            _put(lite, sid, path, text)
+        assert store.chunk_count() == lite.chunk_count()
+        for match in _MATCHES:
+            assert _keyed(store, store.keyword(match, 50)) == _keyed(lite, lite.keyword(match, 50)), match
+    finally:
+        store.close()
+        lite.close()
