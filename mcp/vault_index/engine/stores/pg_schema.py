@@ -36,7 +36,12 @@ HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_wo
 # found 0.79-0.88 of the exact top 10. Outcome of a sweep on that index (40 queries): ef_search 400
 # recall@10 0.883, 600 0.933, 800 0.933, 1,000 0.935, with p95 105 / 52 / 49 / 57 ms (the first
 # row ran on a cold cache); at 100k all gave 1.0. 8 buys the recall at no measured cost (ADR 0017).
+# Issue 25: on the 100k bench index (60 queries, ADR 0028) ef_search 100 / 200 / 400 / 800 all found
+# the exact top 10 (recall 1.0) at p50 103 / 148 / 168 / 276 ms (load average 30): below
+# HNSW_LARGE_AT chunks the factor is HNSW_EF_SEARCH_FACTOR_SMALL, 8 only from there.
 HNSW_EF_SEARCH_FACTOR = 8
+HNSW_EF_SEARCH_FACTOR_SMALL = 2
+HNSW_LARGE_AT = 300_000  # chunks (SQLite's own index turns approximate there too: ANN_MIN_VECTORS)
 HNSW_EF_SEARCH_MAX = 1000  # pgvector refuses a larger hnsw.ef_search
 # A search filtered to at most this many chunks compares each of them (exact, as SQLite does); a
 # broader filter reads the index's nearest and filters them in the same query, exact again when

@@ -77,6 +77,6 @@ def _blob(vector) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def ef_search_for(wanted: int) -> int:
+def ef_search_for(wanted: int, factor: int = HNSW_EF_SEARCH_FACTOR) -> int:
     """hnsw.ef_search for a query that wants `wanted` vectors, within pgvector's bounds."""
-    return min(HNSW_EF_SEARCH_MAX, max(40, HNSW_EF_SEARCH_FACTOR * wanted))
+    return min(HNSW_EF_SEARCH_MAX, max(40, factor * wanted))

@@ -15,6 +15,9 @@ from psycopg import sql
 from vault_index.engine.stores.pg_schema import (
     FILTER_EXACT_MAX,
     HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH_FACTOR_SMALL,
+    HNSW_EF_SEARCH_MAX,
+    HNSW_LARGE_AT,
     HNSW_M,
     ITER_BLOCK,
     VECTOR_INDEX_LOCK,
@@ -206,7 +209,7 @@ class PgVectorIndex:
         in the same query), nearest first."""
         wanted = limit * 2  # a vector shared by several chunks, or not yet pruned, takes one slot
         if allowed is not None:  # read deeper, as far as the index's search list reaches
-            wanted = min(ef_search_for(1), wanted * max(1, self.store.chunk_count() // max(1, len(allowed))))
+            wanted = min(HNSW_EF_SEARCH_MAX, wanted * max(1, self.store.chunk_count() // max(1, len(allowed))))
         return _scores(self._nearest(query, wanted, allowed=allowed), limit)
 
     def _nearest(self, query, wanted: int, explain: bool = False, allowed: set[int] | None = None):
@@ -228,7 +231,10 @@ class PgVectorIndex:
         ).format(dims=sql.Literal(dims), model=sql.Literal(self.model))
         args = (query, query, wanted, *args)
         with (db.pipeline() if psycopg.Pipeline.is_supported() else nullcontext()), db.transaction():
-            db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search_for(wanted))))
+            # the index's size picks the factor, read in the same round trip (keyword_stats)
+            db.execute("SELECT set_config('hnsw.ef_search', (CASE WHEN chunks >= %s THEN %s ELSE %s END)::text, true) "
+                       "FROM keyword_stats", (HNSW_LARGE_AT, ef_search_for(wanted),
+                                              ef_search_for(wanted, HNSW_EF_SEARCH_FACTOR_SMALL)))
             db.execute("SET LOCAL enable_seqscan = off")
             cursor = db.execute((sql.SQL("EXPLAIN ") + statement) if explain else statement, args)
         if explain:
