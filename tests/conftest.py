@@ -160,7 +160,8 @@ def pg_pool(pg_server_url):
                                        ).fetchall():
                 db.execute(f'DROP INDEX "{index}"')
             db.execute("TRUNCATE sources, checkouts, copies, removed_notes, files, chunks, embeddings, meta, problems, "
-                       "edges, note_names RESTART IDENTITY CASCADE")
+                       "edges, note_names, postings, term_stats RESTART IDENTITY CASCADE")
+            db.execute("UPDATE keyword_stats SET chunks = 0, tokens = 0")
         return name
 
     yield borrow, free.append

@@ -33,7 +33,9 @@ def _to_old_schema(store) -> None:
         db.execute("ALTER TABLE sources DROP COLUMN scope")  # ADR 0020's column came later still
         if store.kind == "sqlite":
             db.execute("PRAGMA user_version = 4")
-        else:
+        else:  # and before ADR 0028's keyword tables (m004), whose open fills them again
+            db.execute("DROP TABLE postings, term_stats, keyword_stats")
+            db.execute("ALTER TABLE chunks DROP COLUMN terms, DROP COLUMN length, ADD COLUMN tsv tsvector")
             db.execute("DELETE FROM schema_migrations WHERE number >= 2")
 
 
@@ -50,7 +52,7 @@ def test_an_old_index_migrates_answers_the_same_and_embeds_nothing(tmp_path, vau
         if backend == "sqlite":
             assert upgraded.store.db.execute("PRAGMA user_version").fetchone()[0] == 6
         else:
-            assert upgraded.store.schema_version() == 3
+            assert upgraded.store.schema_version() == 4
         assert upgraded.store.counts() == counts
         assert [root for _, _, root in upgraded.store.checkouts()] == [str(vault)]
         assert _answers(upgraded) == before

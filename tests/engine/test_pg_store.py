@@ -56,7 +56,8 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
     try:
         assert errors == [] and len(stores) == 4
         rows = stores[0].db.execute("SELECT number, name FROM schema_migrations").fetchall()
-        assert rows == [(1, "m001_initial"), (2, "m002_checkouts"), (3, "m003_source_scopes")]
+        assert rows == [(1, "m001_initial"), (2, "m002_checkouts"), (3, "m003_source_scopes"),
+                        (4, "m004_keyword_terms")]
     finally:
         for store in stores:
             store.close()
@@ -64,15 +65,15 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_once(pg_server_ur
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def test_the_keyword_query_text_is_translated_term_by_term_and_nothing_else_is_accepted(pg_store):
-    from vault_index.engine.stores import pg_sql  # imports psycopg: after the fixture's skip
+def test_the_keyword_query_text_is_read_term_by_term_and_nothing_else_is_accepted(pg_store):
+    from vault_index.engine.stores import pg_keywords
 
-    assert pg_sql.parse_match('"apple"') == (["apple"], "OR")
-    assert pg_sql.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
-    assert pg_sql.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
+    assert pg_keywords.parse_match('"apple"') == (["apple"], "OR")
+    assert pg_keywords.parse_match('"a" OR "b c"') == (["a", "b c"], "OR")
+    assert pg_keywords.parse_match('"o""neil" AND "x"') == (['o"neil', "x"], "AND")
     for bad in ("", "apple", '"a" NEAR "b"', '"a" OR "b" AND "c"', '"a" "b"'):
         with pytest.raises(ValueError):
-            pg_sql.parse_match(bad)
+            pg_keywords.parse_match(bad)
 
 
 def test_a_term_in_title_and_heading_ranks_above_one_in_the_body_and_and_needs_every_term(store_factory):
@@ -116,7 +117,10 @@ def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database, pg_store):
+def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database, pg_store,
+                                                                                     monkeypatch):
+    from vault_index.engine.stores import pg_vectors
+
     store = pg_store.PgStore(pg_database(), hnsw_min_vectors=300)
     try:
         sid = store.add_source("/v")
@@ -148,6 +152,13 @@ def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_
                           if c in allowed), reverse=True)[:5]
         assert [c for c, _ in filtered] == [c for _, c in by_hand]
         assert index.search(queries[0], 5, set()) == []
+        # a broad filter (over FILTER_EXACT_MAX chunks) filters the index's nearest in the same query
+        monkeypatch.setattr(pg_vectors, "FILTER_EXACT_MAX", 10)
+        monkeypatch.setattr(index, "exact", lambda *a: pytest.fail("the index should have found enough"))
+        broad = {c for c, _, _ in store.chunk_keys()[::2]}
+        found = index.search(queries[0], 5, broad)
+        assert len(found) == 5 and {c for c, _ in found} <= broad
+        assert found == [p for p in approximate[0] if p[0] in broad][:5]
     finally:
         store.close()
 
@@ -177,3 +188,105 @@ def test_ef_search_is_the_factor_times_the_wanted_vectors_within_pgvectors_bound
     assert ef_search_for(100) == HNSW_EF_SEARCH_FACTOR * 100  # what the fusion asks: 2 x 50
     assert ef_search_for(1) == 40  # pgvector's default is the floor
     assert ef_search_for(10_000) == HNSW_EF_SEARCH_MAX == 1000  # pgvector refuses more
+
+
+_NOTES = {
+    "/v/rust.md": "# Ownership\n\nRust's borrow checker can't be fooled: a borrow ends where its last use is. "
+                  "Running the borrow checker runs at compile time.\n\n## Borrowing\n\nstd::fs::read borrows "
+                  "nothing; x-ray vision of the borrow checker.",
+    "/v/xray.md": "# X-ray machines\n\nAn x-ray machine can't see through lead. X ray, ray x, x-ray x-ray.",
+    "/v/cafe.md": "---\ntitle: Café notes\n---\n# Naïve café\n\nThe café can't open; rock'n'roll at the café. "
+                  "Running, runs, ran.",
+    "/v/long.md": "# Long\n\n" + " ".join(f"word{i % 37} borrow" if i % 5 == 0 else f"word{i % 37}"
+                                          for i in range(300)),
+}
+_MATCHES = ['"borrow"', '"can\'t" OR "borrow"', '"x-ray" AND "machine"', '"run" OR "running" OR "runs"',
+            '"borrow" AND "checker"', '"nothing"', '"absent"', '"x-ray"', '"cafe" OR "café"', '"ray x"',
+            '"word3" OR "borrow" OR "x"', '"_" OR "borrow"', '"rock\'n\'roll"']
+
+
+def _keyed(store, pairs):
+    rows = store.chunk_rows(cid for cid, _ in pairs)
+    return [((rows[cid].path, rows[cid].line_start), score) for cid, score in pairs]
+
+
+def test_keyword_results_counts_and_scores_are_sqlites_to_the_bit(tmp_path, store_factory, pg_database, pg_store):
+    """ADR 0028: FTS5's terms, document counts and bm25 on PostgreSQL, so both rank alike, after
+    writes, rewrites and deletes alike."""
+    from vault_index.engine.stores.migrate_store import copy_index
+    from vault_index.engine.stores.store import Store
+
+    lite, pg = Store(tmp_path / "lite.db"), store_factory()
+    found = 0
+    try:
+        for rewrite in (False, True):
+            for store in (lite, pg):
+                sid = store.add_source("/v")
+                for path, text in _NOTES.items():
+                    _put(store, sid, path, text + (" Borrow again." if rewrite else ""))
+                if rewrite:
+                    store.delete_file("/v/cafe.md")
+            assert pg.chunk_count() == lite.chunk_count() > 0
+            for match in _MATCHES:
+                want = _keyed(lite, lite.keyword(match, 50))
+                assert _keyed(pg, pg.keyword(match, 50)) == want, match
+                found += len(want)
+                for term in match.split(" OR " if " OR " in match else " AND "):
+                    assert pg.term_doc_count(term, 1000) == lite.term_doc_count(term, 1000), term
+        assert found > 40  # the queries do find chunks
+        stats = pg.db.execute("SELECT term, df FROM term_stats ORDER BY term").fetchall()
+        recount = pg.db.execute("SELECT term, COUNT(*) FROM postings GROUP BY term ORDER BY term").fetchall()
+        tokens = pg.db.execute("SELECT tokens FROM keyword_stats").fetchone()[0]
+        assert stats == recount and tokens == pg.db.execute("SELECT SUM(length) FROM chunks").fetchone()[0]
+        # migrate's bulk copy makes the same terms, postings and counts as the writes did
+        copied = pg_store.PgStore(pg_database("copy"))
+        try:
+            copy_index(lite, copied)
+            for table in ("term_stats", "keyword_stats"):
+                assert copied.db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() == \
+                    pg.db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for match in _MATCHES:
+                assert _keyed(copied, copied.keyword(match, 50)) == _keyed(lite, lite.keyword(match, 50)), match
+        finally:
+            copied.close()
+    finally:
+        lite.close()
+
+
+def test_an_index_of_schema_3_gets_fts5s_terms_and_counts_for_its_chunks_on_first_open(pg_database, pg_store,
+                                                                                       tmp_path):
+    """m004_keyword_terms on a database written before it: the tsvector goes, every stored chunk gets
+    its terms, postings and counts, and keyword search then agrees with SQLite's."""
+    import psycopg
+    from vault_index.engine.stores import pg_schema
+    from vault_index.engine.stores.store import Store
+
+    url = pg_database()
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP SCHEMA public CASCADE")
+        db.execute("CREATE SCHEMA public")
+        db.execute("CREATE TABLE schema_migrations(number INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                   "applied_at DOUBLE PRECISION)")
+        for number, migration in enumerate(pg_schema.MIGRATIONS[:3], start=1):
+            migration(db)
+            db.execute("INSERT INTO schema_migrations VALUES (%s, %s, 0)", (number, migration.__name__))
+        db.execute("INSERT INTO sources(path, name) VALUES ('/v', 'v')")
+        for i, (path, text) in enumerate(_NOTES.items(), start=1):
+            db.execute("INSERT INTO files(source_id, path) VALUES (1, %s)", (path,))
+            for ordinal, chunk in enumerate(chunk_note(parse_note(path, text))):
+                db.execute("INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash, title) "
+                           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                           (i, ordinal, chunk.heading, chunk.line_start, chunk.line_end, chunk.text, chunk.hash,
+                            parse_note(path, text).title))
+    store, lite = pg_store.PgStore(url), Store(tmp_path / "lite.db")
+    try:
+        assert store.schema_version() == len(pg_schema.MIGRATIONS)
+        sid = lite.add_source("/v")
+        for path, text in _NOTES.items():
+            _put(lite, sid, path, text)
+        assert store.chunk_count() == lite.chunk_count()
+        for match in _MATCHES:
+            assert _keyed(store, store.keyword(match, 50)) == _keyed(lite, lite.keyword(match, 50)), match
+    finally:
+        store.close()
+        lite.close()

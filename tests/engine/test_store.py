@@ -18,10 +18,13 @@ def _put(store, source_id: int, path: str, text: str) -> None:
 
 
 def _fts_rows(store) -> int:
-    """Rows the keyword side searches: SQLite's FTS5 table, PostgreSQL's tsvector column."""
+    """Rows the keyword side searches: SQLite's FTS5 table; PostgreSQL's chunks with postings, which
+    its kept total must equal (each test's chunks hold terms)."""
     if store.kind == "sqlite":
         return store.db.execute("SELECT COUNT(*) FROM chunks_fts").fetchone()[0]
-    return store.db.execute("SELECT COUNT(*) FROM chunks WHERE tsv IS NOT NULL").fetchone()[0]
+    with_postings = store.db.execute("SELECT COUNT(DISTINCT chunk_id) FROM postings").fetchone()[0]
+    assert store.chunk_count() == with_postings
+    return with_postings
 
 
 def test_fresh_store_is_migrated_to_the_latest_version(tmp_path, backend, store_factory):

@@ -177,6 +177,14 @@ def test_four_indexers_on_two_checkouts_of_one_team_source_and_sixteen_searchers
         assert sum("sprockets" in t for t in texts) == 1  # B's edit landed, once
         assert any("bob's edit" in t for t in texts) and not any("alice's draft" in t for t in texts)
         assert source["path"] == str(a)  # both folders are here: paths are shown as stored (under A)
+        # the keyword counts the indexers kept (ADR 0028) are those of the stored chunks, and SQLite's
+        db = pg.store.db
+        assert db.execute("SELECT term, df FROM term_stats ORDER BY term").fetchall() == db.execute(
+            "SELECT term, COUNT(*) FROM postings GROUP BY term ORDER BY term").fetchall()
+        assert db.execute("SELECT chunks, tokens FROM keyword_stats").fetchone() == db.execute(
+            "SELECT COUNT(*), SUM(length) FROM chunks").fetchone()
+        for term in ("sprockets", "note", "chain", "section1"):
+            assert pg.store.term_doc_count(f'"{term}"', 10**6) == sqlite.store.term_doc_count(f'"{term}"', 10**6)
     finally:
         sqlite.close()
         pg.close()

@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run on PostgreSQL: postgresql://... of a server; each corpus gets its own database "
                         "vault_eval_<corpus>, filled from the SQLite eval cache when new (docs/postgres.md)")
     p.add_argument("--parity", metavar="FILE",
-                   help="fail (exit 1) if a file ndcg@5 (keyword, vector, hybrid) differs by more than 0.01 "
+                   help="fail (exit 1) if a file ndcg@5 (keyword, vector, hybrid) differs by more than 0.005 "
                         "from this saved report (--save of the same eval on the other store)")
     p.set_defaults(run=cmd_eval)
 

@@ -115,7 +115,7 @@ def bench_pg_size(args, size: int, n_queries: int, workdir: Path, url: str) -> d
     drop_database(url, name)
     target = PgStore(ensure_database(url, name), hnsw_min_vectors=NO_HNSW)
     try:
-        _say(args, f"{size:,}: PostgreSQL bulk load (COPY, tsvector, GIN)")
+        _say(args, f"{size:,}: PostgreSQL bulk load (COPY, FTS5 terms, postings)")
         t0 = time.perf_counter()
         copy_index(sqlite, target)
         pg: dict = {"bulk_load_s": round(time.perf_counter() - t0, 1), "db_mb_before_hnsw": _mb(target.size_bytes())}

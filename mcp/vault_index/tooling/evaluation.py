@@ -234,7 +234,8 @@ def seed_from_sqlite(target, db_path: Path) -> None:
 
 
 PARITY_MODES = ("keyword", "vector", "hybrid")
-PARITY_TOLERANCE = 0.01  # issue 14: file NDCG@5 on PostgreSQL within this of SQLite's, per mode
+# issue 25 (issue 14 had 0.01): file NDCG@5 on PostgreSQL within this of SQLite's, per corpus and mode (ADR 0028)
+PARITY_TOLERANCE = 0.005
 
 
 def parity(report: dict, other: dict, tolerance: float = PARITY_TOLERANCE) -> tuple[list[str], list[str]]:

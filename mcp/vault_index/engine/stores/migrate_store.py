@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 
+from vault_index.engine.stores.pg_keywords import COLUMN_SEP, TERM_SEP, chunks_stored
 from vault_index.engine.stores.pg_sql import _as_text, _clean
 from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.store import Store
@@ -36,6 +37,35 @@ def _files(rows):
                _clean(_as_text(day)), indexed_at)
 
 
+class _Keywords:
+    """FTS5's terms of the copied chunks (pg_keywords): each chunk's terms column made in Python as
+    the chunks stream through; the postings, document counts and totals then made from that
+    column by PostgreSQL itself (a term's count per chunk is a GROUP BY there, not a Python loop),
+    the postings key built after the load rather than row by row. VACUUM after the commit marks
+    the postings all-visible, so searches read the postings index alone (copy_index)."""
+
+    def prepare(self, db) -> None:
+        db.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
+
+    def chunk_rows(self, rows):
+        rows = [tuple(_clean(v) for v in r) for r in rows]
+        for r, (stored, length) in zip(rows, chunks_stored([(r[8], r[3], r[6]) for r in rows]), strict=True):
+            yield (*r, stored, length)
+
+    def finish(self, db) -> int:
+        db.execute("INSERT INTO postings(term, chunk_id, tf, length) SELECT t.term, c.id, t.tf, c.length "
+                   "FROM chunks c, "
+                   "LATERAL (SELECT term, COUNT(*) AS tf FROM unnest(string_to_array(translate(c.terms, %s, %s), %s)) "
+                   "AS term WHERE term <> '' GROUP BY term) t", (COLUMN_SEP, TERM_SEP, TERM_SEP))
+        db.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        db.execute("ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (term, chunk_id) "
+                   "INCLUDE (tf, length)")
+        db.execute("INSERT INTO term_stats(term, df) SELECT term, COUNT(*) FROM postings GROUP BY term")
+        db.execute("UPDATE keyword_stats SET chunks = (SELECT COUNT(*) FROM chunks), "
+                   "tokens = (SELECT COALESCE(SUM(length), 0) FROM chunks) WHERE id = 1")
+        return db.execute("SELECT COUNT(*) FROM postings").fetchone()[0]
+
+
 def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], None] | None = None) -> dict:
     """Copy `source` into the empty `target`; returns what was copied (counts, vectors per model)."""
     counts = target.counts()
@@ -44,6 +74,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
                          f"{counts['files']} files); migrate copies into an empty database only")
     src = source.db
     copied: dict = {}
+    keywords = _Keywords()
     tables = (
         ("sources", "id, path, name, added_at", "SELECT id, path, name, added_at FROM sources", None),
         ("checkouts", "id, source_id, root, added_at", "SELECT id, source_id, root, added_at FROM checkouts", None),
@@ -54,10 +85,9 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         ("files", "id, source_id, path, mtime, size, hash, title, tags, status, frontmatter, collection, fm_date, "
          "indexed_at", "SELECT id, source_id, path, mtime, size, hash, title, tags, status, frontmatter, "
          "indexed_at FROM files", _files),
-        ("chunks", "id, file_id, ordinal, heading, line_start, line_end, text, hash, title",
+        ("chunks", "id, file_id, ordinal, heading, line_start, line_end, text, hash, title, terms, length",
          "SELECT c.id, c.file_id, c.ordinal, c.heading, c.line_start, c.line_end, c.text, c.hash, t.title "
-         "FROM chunks c JOIN chunks_fts t ON t.rowid = c.id ORDER BY c.id",
-         lambda rows: (tuple(_clean(v) for v in r) for r in rows)),
+         "FROM chunks c JOIN chunks_fts t ON t.rowid = c.id ORDER BY c.id", keywords.chunk_rows),
         ("edges", "id, source, target, raw, fragment, kind, line, status, name_key, file_key, root",
          "SELECT id, source, target, raw, fragment, kind, line, status, name_key, file_key, root FROM edges", None),
         ("note_names", "path, kind, key", "SELECT path, kind, key FROM note_names", None),
@@ -65,6 +95,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         ("meta", "key, value", "SELECT key, value FROM meta", None),
     )
     with target.transaction() as db:
+        keywords.prepare(db)
         for table, columns, query, convert in tables:
             n = 0
             with db.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -85,6 +116,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
                 for h, model, blob in rows:
                     copy.write_row((h, model, np.frombuffer(blob, dtype="<f4")))
                     vectors[model] += 1
+        copied["postings"] = keywords.finish(db)
         copied["vectors"] = dict(vectors)
         if progress:
             progress("vectors", sum(vectors.values()))
@@ -92,6 +124,7 @@ def copy_index(source: Store, target: PgStore, progress: Callable[[str, int], No
         for table in ("sources", "checkouts", "files", "chunks", "edges"):  # new rows continue after the copied ids
             db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE(MAX(id), 0) + 1, false) "
                        f"FROM {table}")
+    target.db.execute("VACUUM (ANALYZE) postings")  # all-visible: index-only scans (_Keywords)
     target.db.execute("ANALYZE")
     target.checkpoint()  # the HNSW index of any model at or above the threshold
     return copied

@@ -1,58 +1,17 @@
-"""The PostgreSQL store's reads for search: tsvector keywords, chunk rows, filters and counts
-(a mixin of PgStore).
+"""The PostgreSQL store's reads for search: chunk rows, filters and counts (a mixin of PgStore;
+the keyword side is engine/stores/pg_keywords).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator
 
-from psycopg import sql
-
-from vault_index.engine.stores.pg_schema import IDF_COUNT_CAP, RANK_NORMALIZATION, RANK_WEIGHTS
-from vault_index.engine.stores.pg_sql import _tsquery, parse_match
 from vault_index.engine.stores.rows import ChunkRow, _like_prefix
 
 
 class PgReads:
     """PgStore's read methods; `self.db` and the generation come from PgStore."""
-
-    def keyword(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """Each term's ts_rank over the weighted tsvector times the term's bm25 IDF, summed
-        (higher is better, as the SQLite side's flipped bm25).
-
-        Trigger: ts_rank alone has no IDF. Why: with it, a common word counted as much as the rare
-        one the question is about (eval, example vault: keyword file NDCG@5 0.74 against 0.83 on
-        SQLite). Outcome: each term is weighted by bm25's IDF from its chunk count (counted no
-        further than IDF_COUNT_CAP: bounded cost per term).
-        """
-        terms, op = parse_match(match)
-        total = max(1, self.chunk_count())
-        weights = []
-        for term in terms:
-            df = self.db.execute("SELECT COUNT(*) FROM (SELECT 1 FROM chunks WHERE tsv @@ phraseto_tsquery("
-                                 "'english', %s) LIMIT %s) s", (term, IDF_COUNT_CAP)).fetchone()[0]
-            weights.append(math.log((total - df + 0.5) / (df + 0.5) + 1.0))
-        queries = [sql.SQL("phraseto_tsquery('english', %s) AS q{}").format(sql.Literal(i)) for i in range(len(terms))]
-        joiner = sql.SQL(" || " if op == "OR" else " && ")
-        whole = joiner.join(sql.SQL("q.q{}").format(sql.Literal(i)) for i in range(len(terms)))
-        rank = sql.SQL(" + ").join(
-            sql.SQL("{w} * ts_rank({weights}::float4[], c.tsv, q.q{i}, {norm})").format(
-                w=sql.Literal(w), weights=sql.Literal(RANK_WEIGHTS), i=sql.Literal(i),
-                norm=sql.Literal(RANK_NORMALIZATION))
-            for i, w in enumerate(weights))
-        statement = sql.SQL(
-            "SELECT c.id, {rank} AS r FROM chunks c, (SELECT {queries}) q WHERE c.tsv @@ ({whole}) "
-            "ORDER BY r DESC, c.id LIMIT %s"
-        ).format(rank=rank, queries=sql.SQL(", ").join(queries), whole=whole)
-        return [(i, float(r)) for i, r in self.db.execute(statement, (*terms, limit))]
-
-    def term_doc_count(self, match: str, cap: int) -> int:
-        query, terms = _tsquery(match)
-        statement = sql.SQL("SELECT COUNT(*) FROM (SELECT 1 FROM chunks WHERE tsv @@ ({query}) LIMIT %s) s").format(
-            query=query)
-        return self.db.execute(statement, (*terms, cap)).fetchone()[0]
 
     def chunk_rows(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         ids = list(ids)
@@ -105,19 +64,6 @@ class PgReads:
             "path": row[0], "title": row[1], "tags": list(row[2] or []), "status": row[3],
             "frontmatter": json.loads(row[4] or "{}"), "source": row[5], "indexed_at": row[6],
         }
-
-    def chunk_count(self) -> int:
-        """Chunks in the index, counted again only when the generation moved.
-
-        Trigger: every keyword and hybrid search asks twice (rare-term pruning, IDF). Why:
-        PostgreSQL counts by scanning the table, tens of milliseconds at 100k chunks and ten times
-        that at 1M, where SQLite's count is cheap. Outcome: one indexed meta read per call; every
-        write that adds or drops chunks bumps the generation, in this process or another.
-        """
-        generation = self.get_meta("generation", "0")
-        if self._chunk_count is None or self._chunk_count[0] != generation:
-            self._chunk_count = (generation, self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
-        return self._chunk_count[1]
 
     def counts(self) -> dict[str, int]:
         one = lambda statement: self.db.execute(statement).fetchone()[0]  # noqa: E731

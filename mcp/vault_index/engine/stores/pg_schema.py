@@ -9,6 +9,7 @@ import re
 import psycopg
 from psycopg import sql
 
+from vault_index.engine.stores.pg_keywords import m004_keyword_terms
 from vault_index.engine.stores.urls import redact
 from vault_index.errors import IndexUnavailableError
 
@@ -35,17 +36,17 @@ HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_wo
 # found 0.79-0.88 of the exact top 10. Outcome of a sweep on that index (40 queries): ef_search 400
 # recall@10 0.883, 600 0.933, 800 0.933, 1,000 0.935, with p95 105 / 52 / 49 / 57 ms (the first
 # row ran on a cold cache); at 100k all gave 1.0. 8 buys the recall at no measured cost (ADR 0017).
+# Issue 25: on the 100k bench index (60 queries, ADR 0028) ef_search 100 / 200 / 400 / 800 all found
+# the exact top 10 (recall 1.0) at p50 103 / 148 / 168 / 276 ms (load average 30): below
+# HNSW_LARGE_AT chunks the factor is HNSW_EF_SEARCH_FACTOR_SMALL, 8 only from there.
 HNSW_EF_SEARCH_FACTOR = 8
+HNSW_EF_SEARCH_FACTOR_SMALL = 2
+HNSW_LARGE_AT = 300_000  # chunks (SQLite's own index turns approximate there too: ANN_MIN_VECTORS)
 HNSW_EF_SEARCH_MAX = 1000  # pgvector refuses a larger hnsw.ef_search
-# ts_rank weights, in PostgreSQL's {D, C, B, A} order: body, (unused), heading path, title; the
-# tsvector labels title A and heading B so they can be weighed apart. Trigger: the issue asked for
-# title and heading to weigh more. Why not: measured on the example vault (file NDCG@5, shipped
-# MiniLM, IDF on), {0.4,0.4,0.7,1.0} gave keyword 0.795 / hybrid 0.951 and {0.5,0.5,1,1} 0.805 /
-# 0.954, against 0.832 / 0.955 with equal weights (SQLite's bm25, which weighs the columns alike:
-# 0.828 / 0.955). Outcome: equal weights, no length normalisation; ADR 0017 has the sweep.
-RANK_WEIGHTS = "{1.0, 1.0, 1.0, 1.0}"
-RANK_NORMALIZATION = 0
-IDF_COUNT_CAP = 100_000  # chunks counted per term for its IDF (a term in more counts as this many)
+# A search filtered to at most this many chunks compares each of them (exact, as SQLite does); a
+# broader filter reads the index's nearest and filters them in the same query, exact again when
+# fewer than asked for pass. 10,000: where exact and HNSW cost alike (HNSW_MIN_VECTORS above).
+FILTER_EXACT_MAX = 10_000
 ITER_BLOCK = 8192  # vectors per page when streaming a model's vectors
 
 
@@ -121,7 +122,7 @@ def m003_source_scopes(db: psycopg.Connection) -> None:
     db.execute("ALTER TABLE sources ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
 
 
-MIGRATIONS = (m001_initial, m002_checkouts, m003_source_scopes)
+MIGRATIONS = (m001_initial, m002_checkouts, m003_source_scopes, m004_keyword_terms)
 
 
 def database_url(server_url: str, name: str) -> str:

@@ -1,15 +1,13 @@
-"""SQL helpers of the PostgreSQL store: qmark statements on psycopg, advisory locks, the FTS5
-query text translated to tsquery, and values made safe for PostgreSQL text and bytea.
+"""SQL helpers of the PostgreSQL store: qmark statements on psycopg, advisory locks, and values
+made safe for PostgreSQL text and bytea.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 
 import psycopg
-from psycopg import sql
 
 from vault_index.engine.stores.pg_schema import HNSW_EF_SEARCH_FACTOR, HNSW_EF_SEARCH_MAX
 from vault_index.engine.stores.rows import _finite
@@ -53,29 +51,6 @@ class _AdvisoryLock:
         self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
 
 
-_MATCH_TOKEN = re.compile(r'"(?:[^"]|"")*"|\S+')
-
-
-def parse_match(match: str) -> tuple[list[str], str]:
-    """(terms, "OR" or "AND") of the FTS5 text services/query.fts_match and quote() build.
-
-    That grammar only (quoted terms joined by one operator): anything else is a programming
-    error, refused rather than guessed at.
-    """
-    tokens = _MATCH_TOKEN.findall(match)
-    terms, ops = tokens[0::2], set(tokens[1::2])
-    if not terms or ops - {"OR", "AND"} or len(ops) > 1 or not all(len(t) >= 2 and t[0] == t[-1] == '"' for t in terms):
-        raise ValueError(f"not a keyword query of services/search/query.py: {match!r}")
-    return [t[1:-1].replace('""', '"') for t in terms], (ops.pop() if ops else "OR")
-
-
-def _tsquery(match: str) -> tuple[sql.Composable, list[str]]:
-    """A tsquery expression for `match`: each quoted term a phrase (as FTS5 reads a quoted string)."""
-    terms, op = parse_match(match)
-    joiner = sql.SQL(" || " if op == "OR" else " && ")
-    return joiner.join(sql.SQL("phraseto_tsquery('english', %s)") for _ in terms), terms
-
-
 def _clean(text):
     """PostgreSQL text cannot hold NUL; a NUL past the binary sniff becomes U+FFFD (the chunk hash,
     computed from the file, is unchanged)."""
@@ -102,6 +77,6 @@ def _blob(vector) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def ef_search_for(wanted: int) -> int:
+def ef_search_for(wanted: int, factor: int = HNSW_EF_SEARCH_FACTOR) -> int:
     """hnsw.ef_search for a query that wants `wanted` vectors, within pgvector's bounds."""
-    return min(HNSW_EF_SEARCH_MAX, max(40, HNSW_EF_SEARCH_FACTOR * wanted))
+    return min(HNSW_EF_SEARCH_MAX, max(40, factor * wanted))

@@ -3,8 +3,8 @@
 Chosen by VAULT_INDEX_URL=postgresql://... (docs/adr/0017-postgresql-backend.md, docs/postgres.md).
 Tables mirror the SQLite ones and are keyed the same way: files by path, chunks by id with their
 content hash, vectors by (chunk hash, model fingerprint), so machines indexing the same notes share
-vectors. Keywords: a generated tsvector (title weight A, heading path B, body D) under a GIN index,
-queried with the FTS5 text services/search/query.py builds, translated term by term. Vectors: pgvector,
+vectors. Keywords: SQLite FTS5's own terms, postings and counts kept with each write, and FTS5's
+bm25 (engine/stores/pg_keywords, ADR 0028), so both backends rank alike. Vectors: pgvector,
 exact below HNSW_MIN_VECTORS of a model, an HNSW (cosine) partial index per model above it.
 
 Every write transaction takes one advisory lock first (WRITE_LOCK), as SQLite's BEGIN IMMEDIATE
@@ -30,6 +30,7 @@ import psycopg
 from vault_index.engine.files import checkouts
 from vault_index.engine.parsing import link_index
 from vault_index.engine.parsing.parse import alias_title
+from vault_index.engine.stores.pg_keywords import PgKeywords, add_postings, chunks_terms, remove_postings
 from vault_index.engine.stores.pg_reads import PgReads
 from vault_index.engine.stores.pg_schema import EMBED_LOCK, HNSW_MIN_VECTORS, MIGRATE_LOCK, MIGRATIONS, WRITE_LOCK
 from vault_index.engine.stores.pg_sql import _AdvisoryLock, _as_text, _clean, _Qmark
@@ -39,7 +40,7 @@ from vault_index.engine.stores.urls import redact
 from vault_index.errors import IndexBusyError, IndexUnavailableError, NotFoundError
 
 
-class PgStore(PgReads, PgVectors):
+class PgStore(PgKeywords, PgReads, PgVectors):
     """A connection to the index database. One per process and use case; not shared across threads."""
 
     kind = "postgresql"
@@ -63,7 +64,6 @@ class PgStore(PgReads, PgVectors):
         self.db.execute("SET client_min_messages = warning")  # "query contains only stop words" notices
         self._migrate()
         self._vector_types = False
-        self._chunk_count: tuple[str, int] | None = None  # (generation, count): chunk_count()
 
     def _numpy(self):
         """numpy, with pgvector's types registered on the connection (vectors in and out as arrays)."""
@@ -242,6 +242,11 @@ class PgStore(PgReads, PgVectors):
         with `checkout_id`, only when engine/files/checkouts.accept lets that checkout's copy in."""
         frontmatter = note.frontmatter
         collection = frontmatter.get("collection")
+        title = _clean(alias_title(note))
+        chunks = list(chunks)
+        parts = [(_clean(c.heading), _clean(c.text)) for c in chunks]
+        made_terms = chunks_terms([(title, h, t) for h, t in parts])  # FTS5's terms, before the write lock
+        cleaned = [(c, h, t, m) for c, (h, t), m in zip(chunks, parts, made_terms, strict=True)]
         with self.transaction() as db:
             if checkout_id is not None and not checkouts.accept(_Qmark(db), checkout_id, path, stat, digest):
                 return False
@@ -255,14 +260,15 @@ class PgStore(PgReads, PgVectors):
                  _clean(collection) if isinstance(collection, str) else None,
                  _clean(_as_text(frontmatter.get("date"))), time.time()),
             ).fetchone()[0]
-            title = _clean(alias_title(note))
-            rows = [(file_id, c.ordinal, _clean(c.heading), c.line_start, c.line_end, _clean(c.text), c.hash, title)
-                    for c in chunks]
-            if rows:
-                with db.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash, title) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s)", rows)
+            made = []
+            for c, heading, text, (stored, length, counts) in cleaned:
+                chunk_id = db.execute(
+                    "INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash, title, terms, "
+                    "length) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                    (file_id, c.ordinal, heading, c.line_start, c.line_end, text, c.hash, title, stored, length),
+                ).fetchone()[0]
+                made.append((chunk_id, length, counts))
+            add_postings(db, made)
             self._bump_generation(db)
         return True
 
@@ -296,7 +302,10 @@ class PgStore(PgReads, PgVectors):
         return getattr(link_index, query)(_Qmark(self.db), path, **options)
 
     def _delete_file(self, db, path: str) -> None:
-        db.execute("DELETE FROM files WHERE path = %s", (path,))  # its chunks go with it (ON DELETE CASCADE)
+        """The file's postings and counts first (pg_keywords), then the file: its chunks go with it
+        (ON DELETE CASCADE)."""
+        remove_postings(db, [i for (i,) in db.execute("SELECT id FROM files WHERE path = %s", (path,))])
+        db.execute("DELETE FROM files WHERE path = %s", (path,))
 
     def record_problem(self, path: str, message: str | None) -> None:
         with self.transaction() as db:

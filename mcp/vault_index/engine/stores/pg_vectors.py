@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
+import psycopg
 from psycopg import sql
 
 from vault_index.engine.stores.pg_schema import (
+    FILTER_EXACT_MAX,
     HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH_FACTOR_SMALL,
+    HNSW_EF_SEARCH_MAX,
+    HNSW_LARGE_AT,
     HNSW_M,
     ITER_BLOCK,
     VECTOR_INDEX_LOCK,
@@ -110,9 +116,15 @@ class PgVectors:
         return "embeddings_hnsw_" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
 
     def vector_dims(self, model: str) -> int | None:
-        row = self.db.execute("SELECT vector_dims(vector) FROM embeddings WHERE model = %s LIMIT 1",
-                              (model,)).fetchone()
-        return row[0] if row else None
+        """The dimension of `model`'s vectors (a model's never changes: remembered once known)."""
+        known = self.__dict__.setdefault("_dims", {})
+        if model not in known:
+            row = self.db.execute("SELECT vector_dims(vector) FROM embeddings WHERE model = %s LIMIT 1",
+                                  (model,)).fetchone()
+            if not row:
+                return None
+            known[model] = row[0]
+        return known[model]
 
     def vector_index_bytes(self, model: str) -> int | None:
         """On-disk size of `model`'s HNSW index, None without one (bench, status)."""
@@ -121,6 +133,14 @@ class PgVectors:
         return row[0] if row else None
 
     def has_vector_index(self, model: str) -> bool:
+        """Whether `model`'s index is built; once seen, remembered (a search per round trip less;
+        were it dropped, the same query still answers, by a scan)."""
+        built = self.__dict__.setdefault("_indexed", set())
+        if model not in built and self._index_valid(model):
+            built.add(model)
+        return model in built
+
+    def _index_valid(self, model: str) -> bool:
         return bool(self.db.execute(
             "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND i.indisvalid",
             (self.vector_index_name(model),)).fetchone())
@@ -132,7 +152,7 @@ class PgVectors:
             return False
         self.db.execute("SELECT pg_advisory_lock(%s)", (VECTOR_INDEX_LOCK,))
         try:
-            if not self.has_vector_index(model):
+            if not self._index_valid(model):
                 self.db.execute(sql.SQL("SET maintenance_work_mem = {}").format(
                     sql.Literal(f"{hnsw_build_memory_mb(self.model_vectors(model), dims)}MB")))
                 self.db.execute(sql.SQL(
@@ -162,9 +182,13 @@ class PgVectorIndex:
             return []
         np = self.store._numpy()
         query = np.asarray(query_vector, dtype=np.float32)
-        if allowed is None and self.store.has_vector_index(self.model):
+        if allowed is not None and len(allowed) <= FILTER_EXACT_MAX or not self.store.has_vector_index(self.model):
+            return self.exact(query, limit, allowed)
+        if allowed is None:
             return self._approximate(query, limit)
-        return self.exact(query, limit, allowed)
+        # A broad filter: the index's nearest, filtered in the same query; exact when too few pass.
+        found = self._approximate(query, limit, allowed)
+        return found if len(found) >= limit else self.exact(query, limit, allowed)
 
     def exact(self, query_vector, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
         """Every vector of the model compared (no index): below the threshold, with a filter, and
@@ -180,34 +204,42 @@ class PgVectorIndex:
             f"{where} ORDER BY d, c.id LIMIT %s", (*args, limit)).fetchall()
         return _scores(rows, limit)
 
-    def _approximate(self, query, limit: int) -> list[tuple[int, float]]:
-        """HNSW over the model's vectors (by hash), then the chunks that hold them."""
+    def _approximate(self, query, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """The index's nearest vectors (by hash), then the chunks that hold them (those `allowed`,
+        in the same query), nearest first."""
         wanted = limit * 2  # a vector shared by several chunks, or not yet pruned, takes one slot
-        nearest = self._nearest(query, wanted)
-        distance = dict(nearest)
-        rows = self.store.db.execute("SELECT id, hash FROM chunks WHERE hash = ANY(%s)", (list(distance),)).fetchall()
-        return _scores(sorted(((cid, distance[h]) for cid, h in rows), key=lambda r: (r[1], r[0])), limit)
+        if allowed is not None:  # read deeper, as far as the index's search list reaches
+            wanted = min(HNSW_EF_SEARCH_MAX, wanted * max(1, self.store.chunk_count() // max(1, len(allowed))))
+        return _scores(self._nearest(query, wanted, allowed=allowed), limit)
 
-    def _nearest(self, query, wanted: int, explain: bool = False):
-        """(hash, distance) of the `wanted` nearest vectors through the HNSW index (or the plan).
+    def _nearest(self, query, wanted: int, explain: bool = False, allowed: set[int] | None = None):
+        """(chunk id, distance) of the chunks holding the `wanted` nearest vectors through the index,
+        nearest first (or the plan); with `allowed`, only those chunks, in the same query.
 
         The model and dimension are literals, not parameters: the planner must see that the
         query's WHERE matches the partial index's predicate and its ORDER BY the index expression.
         Sequential scans are off inside: with the index built, a small or unanalysed table must not
-        make the planner sort every vector instead.
+        make the planner sort every vector instead. One pipeline: the settings, the query and the
+        commit cost one round trip.
         """
         db, dims = self.store.db, self.store.vector_dims(self.model)
+        where, args = ("WHERE c.id = ANY(%s)", [list(allowed)]) if allowed is not None else ("", [])
         statement = sql.SQL(
-            "SELECT hash, vector::vector({dims}) <=> %s AS d FROM embeddings WHERE model = {model} "
-            "ORDER BY vector::vector({dims}) <=> %s LIMIT %s"
+            "SELECT c.id, e.d FROM (SELECT hash, vector::vector({dims}) <=> %s AS d FROM embeddings "
+            "WHERE model = {model} ORDER BY vector::vector({dims}) <=> %s LIMIT %s) e "
+            "JOIN chunks c ON c.hash = e.hash " + where + " ORDER BY e.d, c.id"
         ).format(dims=sql.Literal(dims), model=sql.Literal(self.model))
-        with db.transaction():
-            db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                sql.Literal(ef_search_for(wanted))))
+        args = (query, query, wanted, *args)
+        with (db.pipeline() if psycopg.Pipeline.is_supported() else nullcontext()), db.transaction():
+            # the index's size picks the factor, read in the same round trip (keyword_stats)
+            db.execute("SELECT set_config('hnsw.ef_search', (CASE WHEN chunks >= %s THEN %s ELSE %s END)::text, true) "
+                       "FROM keyword_stats", (HNSW_LARGE_AT, ef_search_for(wanted),
+                                              ef_search_for(wanted, HNSW_EF_SEARCH_FACTOR_SMALL)))
             db.execute("SET LOCAL enable_seqscan = off")
-            if explain:
-                return "\n".join(r[0] for r in db.execute(sql.SQL("EXPLAIN ") + statement, (query, query, wanted)))
-            return db.execute(statement, (query, query, wanted)).fetchall()
+            cursor = db.execute((sql.SQL("EXPLAIN ") + statement) if explain else statement, args)
+        if explain:
+            return "\n".join(r[0] for r in cursor.fetchall())
+        return cursor.fetchall()
 
     def plan(self, query_vector, limit: int = 10) -> str:
         """The EXPLAIN of the approximate query (tests and bench check the index is used)."""
