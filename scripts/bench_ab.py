@@ -23,15 +23,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CHILD = """\
-import json, sys, tempfile
+import json, shutil, sys, tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from vault_index.tooling import bench
 size, queries = int(sys.argv[1]), int(sys.argv[2])
 work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
 args = SimpleNamespace(silent=True)
-out = bench.bench_size(args, size, queries, work, None)
-embed = bench.bench_embedder(args, work, 1)
+try:
+    out = bench.bench_size(args, size, queries, work, None)
+    embed = bench.bench_embedder(args, work, 1)
+finally:
+    shutil.rmtree(work, ignore_errors=True)
 print(json.dumps({"size": out, "embedder": embed}))
 """
 ROWS = (  # (label, path into the child's JSON)
