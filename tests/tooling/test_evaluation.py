@@ -84,3 +84,29 @@ def test_the_repository_golden_labels_point_at_real_headings():
             headings = {s.heading for s in note.sections}
             assert any(h == heading or h.startswith(heading + " > ") for h in headings), (q.id, heading)
             assert "/secrets/" not in file
+
+
+def test_golden_sub_queries_are_read_and_the_eval_reports_with_and_without(tmp_path, open_app, fake_embedder):
+    from helpers import write as _write
+    from vault_index.errors import UsageError as _UsageError
+    from vault_index.services.search.subqueries import SubQueries
+
+    vault = tmp_path / "v"
+    _write(vault, "bike.md", "# Bike\n\n## Brakes\n\nReplace the brake pads when the groove wears away.\n")
+    _write(vault, "kiln.md", "# Kiln\n\nFire the kiln at dawn.\n")
+    item = {"id": "b1", "query": "awful noise when I stop", "kind": "paraphrase", "file": "v/bike.md",
+            "heading": "Bike > Brakes", "subqueries": {"keywords": "brake pads", "paraphrases": ["squeaky brakes"],
+                                                       "hypothetical": "Replace the pads."}}
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps(item) + "\n" + json.dumps({**item, "id": "b2", "subqueries": {}}) + "\n")
+    first, second = evaluation.load_golden(golden, tmp_path)
+    assert first.subqueries == SubQueries(("brake pads",), ("squeaky brakes",), ("Replace the pads.",))
+    assert second.subqueries is None
+    app = open_app(fake_embedder)
+    app.index([str(vault)])
+    results = evaluation.evaluate(app, [first], ["hybrid", "grep"], subqueries=True)
+    assert set(results["overall"]) == {"hybrid", "grep", "hybrid +sub"}  # grep takes no sub-queries
+    assert results["overall"]["hybrid +sub"]["file"]["ndcg@5"] == 1.0
+    golden.write_text(json.dumps({**item, "subqueries": {"paraphrases": ["a", "b", "c", "d"]}}) + "\n")
+    with pytest.raises(_UsageError, match="golden.jsonl:1: not a golden question"):
+        evaluation.load_golden(golden, tmp_path)
