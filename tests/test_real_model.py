@@ -161,3 +161,17 @@ def test_a_tiny_onnx_cross_encoder_loads_through_fastembed_and_reranks(tmp_path,
         assert ranked == sorted(ranked, reverse=True)
     finally:
         app.close()
+
+
+def test_two_processes_building_the_shipped_model_at_once_both_get_a_whole_model(tmp_path):
+    """Two builds racing on one cache (a server and a hook, two evals): once they shared one staging
+    folder and the later one deleted the earlier one's half-built model (FileNotFoundError)."""
+    import multiprocessing
+
+    target = tmp_path / "models" / "shipped-minilm"
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        folders = pool.map(prepare_shipped_minilm, [target] * 4)
+    assert folders == [target] * 4
+    assert (target / "vault-index.json").is_file() and (target / "model.onnx").stat().st_size > 0
+    assert sorted(p.name for p in target.parent.iterdir()) == ["shipped-minilm"]  # no staging folder left

