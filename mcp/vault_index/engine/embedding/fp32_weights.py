@@ -77,17 +77,11 @@ def build(int8_onnx: Path, weights: dict, target: Path) -> dict[str, str]:
     import onnx
     from onnx import numpy_helper
 
-    from vault_index.engine.embedding.onnx_prep import dequantize_pair
+    from vault_index.engine.embedding.onnx_prep import dequantize_pair, graph_maps
 
     model = onnx.load(str(int8_onnx))
     graph = model.graph
-    initializers = {i.name: i for i in graph.initializer}
-    producer = {out: node for node in graph.node for out in node.output}
-    users: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            users.setdefault(name, []).append(node)
-    outputs = {o.name for o in graph.output}
+    initializers, producer, users, outputs = graph_maps(graph)
     placed: dict[str, str] = {}
     arrays: dict[str, np.ndarray] = {}
     dropped: set[int] = set()

@@ -57,6 +57,18 @@ def prepared_path(source: Path, cache: Path) -> Path | None:
     return target if done.returncode == 0 and target.is_file() else None
 
 
+def graph_maps(graph) -> tuple[dict, dict, dict[str, list], set[str]]:
+    """An ONNX graph's lookups: initializers by name, each tensor's producing node, the nodes that
+    read each tensor, and the graph's output names."""
+    initializers = {i.name: i for i in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    users: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            users.setdefault(name, []).append(node)
+    return initializers, producer, users, {o.name for o in graph.output}
+
+
 def prepare(source: Path, target: Path) -> bool:
     """Write the prepared graph of `source` to `target` (atomically); False when nothing matched
     (a marker file then records it, so the next load does not try again)."""
@@ -66,13 +78,7 @@ def prepare(source: Path, target: Path) -> bool:
 
     model = onnx.load(str(source))
     graph = model.graph
-    initializers = {i.name: i for i in graph.initializer}
-    producer = {out: node for node in graph.node for out in node.output}
-    users: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            users.setdefault(name, []).append(node)
-    outputs = {o.name for o in graph.output}
+    initializers, producer, users, outputs = graph_maps(graph)
     dropped_nodes: set[int] = set()
     added_nodes: list = []
     float_weights: list = []
