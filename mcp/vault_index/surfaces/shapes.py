@@ -120,6 +120,11 @@ def denied_text(caller, what: str) -> str:
             "NAME or set VAULT_ROLE.")
 
 
+def denied_outcome(caller) -> dict:
+    """The answer of vault_review (and the CLI's lint, dashboard and recent) to a caller who reads nothing."""
+    return {"status": "denied", "message": denied_text(caller, "read"), "path": "", "version": None, "data": {}}
+
+
 def is_outcome(value) -> bool:
     return hasattr(value, "ok") and not hasattr(value, "body")
 
