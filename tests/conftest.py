@@ -27,6 +27,17 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
+@pytest.fixture(scope="session")
+def shipped_model_cache(tmp_path_factory) -> Path:
+    """One model cache for the tests that use the shipped MiniLM but do not test how it is built
+    (test_real_model.py and test_fp32_weights.py do): the fp32 graph is built once per run, not
+    once per test (about 7 s each). Shared by the xdist workers of this run; builds of one cache by
+    several processes at once are safe (engine/embedding/models.prepare_shipped_minilm)."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # pytest-N, never across runs
+    return run / "shared-model-cache"
+
+
 def _require_postgres_extra(server: bool = True) -> None:
     """Import the `postgres` extra (pgserver only with `server`), or skip the calling test saying so (fail under
     VAULT_REQUIRE_POSTGRES=1, as in CI). Tests reach it through a fixture, never at module level,

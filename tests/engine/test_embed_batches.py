@@ -99,11 +99,11 @@ def test_vectors_reach_the_index_batch_by_batch(tmp_path):
 
 
 @pytest.mark.real_model
-def test_sorted_batches_give_the_unsorted_vectors(tmp_path):
+def test_sorted_batches_give_the_unsorted_vectors(shipped_model_cache):
     texts = ["short", "a much longer text about garden sensors, batteries and soil moisture " * 6,
              "bike chain wax", "sourdough starter feeding schedule and hydration " * 3, "x",
              "the kitchen renovation budget " * 12]
-    cache = tmp_path / "models"
+    cache = shipped_model_cache
     unsorted = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=LEGACY_SHAPE).embedder()
     assert unsorted is not None
     new = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=EmbedShape(batch_tokens=64)).embedder()
@@ -122,10 +122,10 @@ def test_todays_budget_cuts_runs_of_long_texts_in_half():
 
 
 @pytest.mark.real_model
-def test_smaller_runs_without_memory_pattern_give_the_same_vectors(tmp_path):
+def test_smaller_runs_without_memory_pattern_give_the_same_vectors(shipped_model_cache):
     texts = ["short", "garden sensors, batteries and soil moisture " * 12, "x", "bike chain wax " * 40,
              "the kitchen renovation budget " * 12, "sourdough starter feeding schedule " * 30] * 3
-    cache = tmp_path / "models"
+    cache = shipped_model_cache
     before = Models("shipped:minilm", "none", cache, rerank=False, embed_shape=ADR0016_SHAPE).embedder()
     assert before is not None
     now = Models("shipped:minilm", "none", cache, rerank=False).embedder()

@@ -96,12 +96,12 @@ def test_no_index_yet_means_no_index_file_is_created(tmp_path, vault):
 
 
 @pytest.mark.real_model
-def test_with_live_vectors_the_hook_embeds_the_changed_chunk(tmp_path, vault):
+def test_with_live_vectors_the_hook_embeds_the_changed_chunk(tmp_path, vault, shipped_model_cache):
     """The shipped MiniLM, as a session whose index has vectors runs the hook."""
     settings = make_settings(tmp_path)
     env = hook_env(VAULT_INDEX_DB=str(settings.db_path), VAULT_EMBED_MODEL="shipped:minilm",
-                   VAULT_MODEL_CACHE=str(tmp_path / "models"))
-    models = Models("shipped:minilm", "none", tmp_path / "models", rerank=False)
+                   VAULT_MODEL_CACHE=str(shipped_model_cache))
+    models = Models("shipped:minilm", "none", shipped_model_cache, rerank=False)
     app = App.open(settings, models=models)
     app.index([str(vault)])
     fingerprint = models.embedder().fingerprint

@@ -165,21 +165,25 @@ def test_the_daily_note_rule_holds_with_sub_queries(tmp_path, open_app):
 # --- on a real index: the example vault with the shipped MiniLM ------------------------------
 
 @pytest.mark.real_model
-def test_on_the_example_vault_empty_sub_queries_change_nothing_and_real_ones_change_the_ranking(tmp_path):
+def test_on_the_example_vault_empty_sub_queries_change_nothing_and_real_ones_change_the_ranking(tmp_path,
+                                                                                              shipped_model_cache):
     from vault_index.engine.embedding.models import Models
     from vault_index.services.app import App
 
-    models = Models("shipped:minilm", "none", tmp_path / "models", rerank=False)
+    models = Models("shipped:minilm", "none", shipped_model_cache, rerank=False)
     if models.embedder() is None:
         pytest.fail(f"the shipped model did not load: {models.embed_error}")
     app = App.open(make_settings(tmp_path), models=models)
     try:
-        app.index([str(REPO / "example-vault")])
+        # the example vault without its 20 daily logs: 161 of its 302 chunks to embed, the same behaviour
+        vault = tmp_path / "example-vault"
+        shutil.copytree(REPO / "example-vault", vault, ignore=shutil.ignore_patterns("logs"))
+        app.index([str(vault)])
         query = "Why did droplets appear within the weatherproof housings despite no leak from outside?"
         for mode in ("hybrid", "keyword", "vector"):
             plain = app.search(query, mode=mode, limit=100)
             empty = app.search(query, mode=mode, limit=100, subqueries=SubQueries())
-            assert len(plain.hits) > 20 and _ranking(empty) == _ranking(plain), mode
+            assert len(plain.hits) > 10 and _ranking(empty) == _ranking(plain), mode
         found = sub_queries(keywords="condensation enclosure", paraphrases=["water inside sealed sensor boxes"],
                             hypothetical="Droplets formed from condensation as the temperature dropped at night.")
         helped = app.search(query, mode="hybrid", limit=100, subqueries=found)

@@ -48,8 +48,8 @@ def env(tmp_path, model_cache) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def model_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("models")  # the shipped model loads from installed packages
+def model_cache(shipped_model_cache) -> Path:
+    return shipped_model_cache  # the shipped model, built once per run (conftest.py)
 
 
 def _spawn(args: list[str], env: dict[str, str]):
