@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -20,6 +21,11 @@ os.environ.setdefault("VAULT_LOCK_DIR", tempfile.mkdtemp(prefix="vault-index-tes
 # Indexes, the invariants' stamp and the personal folder live under VAULT_INDEX_HOME (default
 # ~/.mcp-memory); the suite keeps them in a throwaway one too (docs/adr/0012).
 os.environ.setdefault("VAULT_INDEX_HOME", tempfile.mkdtemp(prefix="vault-index-test-home-"))
+# A suite started as a background job (`nohup pytest &`) inherits SIGINT ignored, and so would every
+# CLI it spawns: Python then installs no KeyboardInterrupt, and the Ctrl-C tests of `index` and `watch`
+# hang or run to the end. A handler here (not inherited) gives the children the terminal's default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
