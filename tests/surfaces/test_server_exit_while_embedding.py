@@ -17,7 +17,7 @@ import time
 
 from helpers import CLI, write
 
-NOTES = 150  # enough chunks that embedding outlasts the session on any machine
+NOTES = 150  # enough chunks that embedding outlasts the session on any machine (one chunk each)
 SESSION_S = 1.5  # the session's length after the handshake (the model loads meanwhile)
 
 
@@ -28,7 +28,7 @@ def _env(home) -> dict:
 def _changed_notes(folder) -> None:
     """Notes changed while no server ran: the next server's catch-up sync embeds them."""
     for i in range(NOTES):
-        write(folder, f"note-{i}.md", f"# Note {i}\n\n" + f"Sentence {i} about the wombat rota. " * 60 + "\n")
+        write(folder, f"note-{i}.md", f"# Note {i}\n\n" + f"Sentence {i} about the wombat rota. " * 28 + "\n")
 
 
 def _free_port() -> int:
