@@ -55,9 +55,10 @@ def _fresh_clone_module():
 def test_every_test_module_collects_without_the_extras_and_none_skips_whole(tmp_path):
     (tmp_path / "block_extras.py").write_text(BLOCKER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    # one collecting process (`-o addopts=`: no xdist workers, each of which would collect it all again)
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "block_extras",
-                           "-p", "no:cacheprovider", "tests"], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+                           "-p", "no:cacheprovider", "-o", "addopts=", "tests"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "error" not in summary and "skipped" not in summary, summary
