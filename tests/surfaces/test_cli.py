@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 from helpers import CLI, REPO, cli_env, snapshot
@@ -298,3 +299,16 @@ def test_every_graph_action_is_documented_in_docs_cli_md():
     assert graph_actions() == ["check", "import", "open", "search", "show"]
     assert [a for a in graph_actions() if f"graph {a}" not in text] == []
     assert "--memory-file" in text and "VAULT_MEMORY_FILE" in text
+
+
+def test_a_keyword_search_at_the_terminal_loads_no_output_models_and_no_graph(env, vault):
+    """pydantic's output models (surfaces/shapes.py) and the memory graph's jsonschema were loaded by
+    every CLI search, for one sentence: about 180 ms of a 470 ms keyword search."""
+    run(env, "index", str(vault), "-s")
+    code = ("import sys; from vault_index.surfaces import cli; code = cli.main(sys.argv[1:]); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'jsonschema', 'mcp'}), code)")
+    done = subprocess.run([sys.executable, "-c", code, "search", "derailleur", "--mode", "keyword", "--json"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    *hits, loaded = done.stdout.strip().splitlines()
+    assert json.loads("\n".join(hits))["hits"] and loaded == "[] 0", done.stdout[-300:]

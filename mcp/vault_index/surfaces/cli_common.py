@@ -107,7 +107,7 @@ def role_filters(app, filters):
     else the config's local_role); a role that reads nothing is refused as the server refuses it."""
     from vault_index.services.access.access import granted_filters
     from vault_index.surfaces.callers import local_read_scope
-    from vault_index.surfaces.shapes import denied_text
+    from vault_index.surfaces.denied import denied_text
 
     caller, scope = local_read_scope(app)
     if not scope.reads_any:

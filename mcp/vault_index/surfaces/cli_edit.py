@@ -49,7 +49,7 @@ def cmd_recent(app, args) -> int:
     from vault_index.services.access.access import scope_for
     from vault_index.services.curation.recent import recent_activity
     from vault_index.surfaces.cli_common import _finish, _json, _open
-    from vault_index.surfaces.shapes import denied_outcome
+    from vault_index.surfaces.denied import denied_outcome
 
     vault, caller = _open(app, args)
     scope = scope_for(vault, vault.grants(caller.role))

@@ -11,7 +11,7 @@ import json
 import sys
 
 from vault_index.config import project_dir
-from vault_index.services.graph import graph as memory
+from vault_index.services.graph.graph_rules import MAX_SEARCH_LIMIT
 from vault_index.surfaces.cli_common import add_subquery_flags
 
 
@@ -32,6 +32,8 @@ def entity_markdown(entity: dict) -> list[str]:
 
 
 def cmd_graph_search(app, args) -> int:
+    from vault_index.services.graph import graph as memory  # jsonschema and the write path: only here
+
     found = memory.search(args.memory_file, args.query, args.n, app.fact_visible())
     if args.json:
         print(_json({"query": args.query, "entities": found}))
@@ -43,6 +45,8 @@ def cmd_graph_search(app, args) -> int:
 
 
 def cmd_graph_open(app, args) -> int:
+    from vault_index.services.graph import graph as memory  # jsonschema and the write path: only here
+
     opened = memory.open_entities(args.memory_file, args.names, app.fact_visible())
     if args.json:
         print(_json(opened))
@@ -55,6 +59,8 @@ def cmd_graph_open(app, args) -> int:
 
 
 def cmd_graph_import(app, args) -> int:
+    from vault_index.services.graph import graph as memory  # jsonschema and the write path: only here
+
     result = memory.import_reference(args.memory_file, args.file, args.source)
     if args.json:
         print(_json(result))
@@ -67,6 +73,8 @@ def cmd_graph_import(app, args) -> int:
 
 
 def cmd_graph_check(app, args) -> int:
+    from vault_index.services.graph import graph as memory  # jsonschema and the write path: only here
+
     problems = memory.check_graph(args.memory_file, [project_dir()])
     if args.json:
         print(_json({"memory_file": str(args.memory_file), "problems": problems}))
@@ -79,6 +87,8 @@ def cmd_graph_check(app, args) -> int:
 
 
 def cmd_graph_show(app, args) -> int:
+    from vault_index.services.graph import graph as memory  # jsonschema and the write path: only here
+
     graph = memory.load(args.memory_file, app.fact_visible())
     entities = [graph.view(e) for e in sorted(graph.entities.values(), key=lambda e: e["name"].casefold())]
     if args.json:
@@ -132,7 +142,7 @@ def add_parsers(sub, common: argparse.ArgumentParser, memory_option: argparse.Ar
 
     p = graph_sub.add_parser("search", parents=parents, help="entities matching words, with their facts")
     p.add_argument("query")
-    p.add_argument("-n", type=int, default=10, help=f"number of entities (1-{memory.MAX_SEARCH_LIMIT}, default 10)")
+    p.add_argument("-n", type=int, default=10, help=f"number of entities (1-{MAX_SEARCH_LIMIT}, default 10)")
     p.set_defaults(run=cmd_graph_search)
 
     p = graph_sub.add_parser("open", parents=parents, help="print named entities in full")

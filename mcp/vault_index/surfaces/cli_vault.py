@@ -146,7 +146,7 @@ def cmd_tension(app, args) -> int:
 def _review(app, args, lint: bool, fail_on: str) -> dict:
     from vault_index.services.access.access import scope_for
     from vault_index.services.curation import curation
-    from vault_index.surfaces.shapes import denied_outcome
+    from vault_index.surfaces.denied import denied_outcome
 
     vault, caller = _open(app, args)
     scope = scope_for(vault, vault.grants(caller.role))

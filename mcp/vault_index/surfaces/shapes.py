@@ -114,17 +114,6 @@ class OutcomeOut(BaseModel):
 # --- converters ----------------------------------------------------------------------------------
 
 
-def denied_text(caller, what: str) -> str:
-    who = f"role {caller.role}" if caller.role else "the guest (no role)"
-    return (f"denied: {who} lacks {what}. Roles live in .vault-index/config.yaml; start with --role "
-            "NAME or set VAULT_ROLE.")
-
-
-def denied_outcome(caller) -> dict:
-    """The answer of vault_review (and the CLI's lint, dashboard and recent) to a caller who reads nothing."""
-    return {"status": "denied", "message": denied_text(caller, "read"), "path": "", "version": None, "data": {}}
-
-
 def is_outcome(value) -> bool:
     return hasattr(value, "ok") and not hasattr(value, "body")
 

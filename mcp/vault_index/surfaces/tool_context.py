@@ -23,7 +23,7 @@ from vault_index.services.curation import curation
 from vault_index.services.curation.recent import recent_activity
 from vault_index.services.workspace import other_vault, refuse_other_vault
 from vault_index.surfaces import tool_errors
-from vault_index.surfaces.shapes import denied_outcome, denied_text
+from vault_index.surfaces.denied import denied_outcome, denied_text
 from vault_index.surfaces.tool_inputs import CallerFactory
 from vault_index.surfaces.vaults import _Vaults
 

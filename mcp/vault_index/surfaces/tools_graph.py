@@ -17,12 +17,12 @@ from vault_index.services.access.access import granted_filters, graph_source, vi
 from vault_index.services.graph import graph as graph_service
 from vault_index.services.search.search import Filters
 from vault_index.services.search.subqueries import sub_queries
+from vault_index.surfaces.denied import denied_text
 from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.shapes import (
     GraphCreateOut,
     GraphOut,
     RecallOut,
-    denied_text,
 )
 from vault_index.surfaces.tool_context import (
     ToolContext,

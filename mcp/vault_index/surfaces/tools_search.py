@@ -18,6 +18,7 @@ from vault_index.services.access.access import granted_filters, note_target
 from vault_index.services.app import MAX_NOTE_LINES
 from vault_index.services.search.search import DEFAULT_MODE, MAX_LIMIT, Filters
 from vault_index.services.search.subqueries import sub_queries
+from vault_index.surfaces.denied import denied_text
 from vault_index.surfaces.notices import once_per_machine
 from vault_index.surfaces.shapes import (
     HitOut,
@@ -26,7 +27,6 @@ from vault_index.surfaces.shapes import (
     RemoveOut,
     SearchOut,
     SourcesOut,
-    denied_text,
 )
 from vault_index.surfaces.tool_context import (
     ToolContext,

@@ -24,6 +24,7 @@ from pathlib import Path
 from vault_index.errors import UnsafePathError, WriteBusyError
 from vault_index.services.graph.graph_rules import (  # noqa: F401 - callers use these as graph.X
     MAX_NAME_CHARS,
+    MAX_SEARCH_LIMIT,
     MAX_SOURCE_CHARS,
     MAX_TEXT_CHARS,
     MAX_TYPE_CHARS,
@@ -41,7 +42,6 @@ from vault_index.services.graph.graph_rules import (  # noqa: F401 - callers use
 from vault_index.services.search.query import query_terms
 from vault_index.services.writes.write import update_store
 
-MAX_SEARCH_LIMIT = 50
 LOCK_WAIT_S = 10.0  # a write holds the lock for milliseconds; ten seconds means a stuck writer
 
 # Search weights per query term. A term in the name says most about what the entity is; an

@@ -19,6 +19,7 @@ MAX_NAME_CHARS = 200  # entity names; also the ends of a relation
 MAX_TYPE_CHARS = 100  # entityType and relationType
 MAX_TEXT_CHARS = 2000  # one observation: a fact, not a document
 MAX_SOURCE_CHARS = 4096
+MAX_SEARCH_LIMIT = 50  # graph search results a call may ask for
 # An observation may span lines; stored as JSON, its "\n" and U+2028 cannot break the file's line.
 TEXT_KEEPS = "\n\t\u2028\u2029"
 
