@@ -61,12 +61,12 @@ def _scalar(value: str, yaml):
 
 
 def cmd_read(app, args) -> int:
-    from vault_index.surfaces.shapes import is_outcome, jsonable, outcome_out
+    from vault_index.surfaces.outcomes import is_outcome, jsonable, outcome_dict
 
     vault, caller = _open(app, args)
     view = app.writer(vault).read(caller, args.path)
     if is_outcome(view):
-        return _finish(args, outcome_out(view).model_dump())
+        return _finish(args, outcome_dict(view))
     data = {"collection": view.collection, "frontmatter": view.frontmatter, "body": view.body,
             "problems": list(view.problems), "decay": view.decay}
     out = {"status": "ok", "message": f"read {view.path}", "path": view.path, "version": view.version,
@@ -85,12 +85,12 @@ def cmd_read(app, args) -> int:
 
 def _write(app, args, op: str, **fields) -> int:
     from vault_index.services.writes.write import WriteRequest
-    from vault_index.surfaces.shapes import outcome_out
+    from vault_index.surfaces.outcomes import outcome_dict
 
     vault, caller = _open(app, args)
     request = WriteRequest(op=op, path=args.path, base_version=getattr(args, "base_version", None),
                            request_id=getattr(args, "request_id", None), **fields)
-    out = outcome_out(app.writer(vault).write(caller, request)).model_dump()
+    out = outcome_dict(app.writer(vault).write(caller, request))
     _list_hints(out, getattr(args, "set", None))
     return _finish(args, out)
 
@@ -135,12 +135,12 @@ def cmd_deprecate(app, args) -> int:
 
 def cmd_tension(app, args) -> int:
     from vault_index.services.curation import curation
-    from vault_index.surfaces.shapes import outcome_out
+    from vault_index.surfaces.outcomes import outcome_dict
 
     vault, caller = _open(app, args)
     outcome = curation.log_tension(app.writer(vault), vault, caller, args.a, args.b, args.description,
                                    request_id=args.request_id)
-    return _finish(args, outcome_out(outcome).model_dump())
+    return _finish(args, outcome_dict(outcome))
 
 
 def _review(app, args, lint: bool, fail_on: str) -> dict:
@@ -190,12 +190,12 @@ def cmd_dashboard(app, args) -> int:
 
 
 def cmd_provenance(app, args) -> int:
-    from vault_index.surfaces.shapes import is_outcome, jsonable, outcome_out
+    from vault_index.surfaces.outcomes import is_outcome, jsonable, outcome_dict
 
     vault, caller = _open(app, args)
     found = app.writer(vault).history(caller, args.path)
     if is_outcome(found):
-        return _finish(args, outcome_out(found).model_dump())
+        return _finish(args, outcome_dict(found))
     out = {"status": "ok", "message": f"{len(found)} write{'' if len(found) == 1 else 's'}", "path": args.path,
            "version": None, "data": {"history": jsonable(found)}}
     if args.json:

@@ -6,9 +6,9 @@ version, data}` (`OutcomeOut`), so a script and an agent read one format (docs/m
 
 from __future__ import annotations
 
-import datetime as dt
-
 from pydantic import BaseModel, Field
+
+from vault_index.surfaces.outcomes import outcome_dict
 
 
 class HitOut(BaseModel):
@@ -114,33 +114,7 @@ class OutcomeOut(BaseModel):
 # --- converters ----------------------------------------------------------------------------------
 
 
-def is_outcome(value) -> bool:
-    return hasattr(value, "ok") and not hasattr(value, "body")
-
-
 def outcome_out(outcome, writer=None) -> OutcomeOut:
     """A write service outcome (or a curation result dict) as the one tool output shape; with the
     `writer` that wrote, its per-stage times in milliseconds (`data.timings`, for the bench)."""
-    if isinstance(outcome, dict):
-        return OutcomeOut(**outcome)
-    data = {"problems": list(outcome.problems), "notices": list(outcome.notices), "commit": outcome.commit}
-    if outcome.result:
-        data["result"] = outcome.result
-    stages = getattr(getattr(writer, "last_times", None), "stages", None)
-    if stages and outcome.status == "written":
-        data["timings"] = {name: round(seconds * 1000, 3) for name, seconds in stages.items()}
-    return OutcomeOut(status=outcome.status, message=outcome.message, path=outcome.path, version=outcome.version,
-                      data=jsonable(data))
-
-
-def jsonable(value):
-    """Dates and tuples from frontmatter as JSON values (structured output must serialise)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
+    return OutcomeOut(**outcome_dict(outcome, writer))

@@ -17,10 +17,9 @@ from vault_index.errors import NotFoundError
 from vault_index.services.access.access import note_target
 from vault_index.services.graph import linkgraph
 from vault_index.services.workspace import refuse_other_vault
+from vault_index.surfaces.outcomes import is_outcome, jsonable
 from vault_index.surfaces.shapes import (
     OutcomeOut,
-    is_outcome,
-    jsonable,
     outcome_out,
 )
 from vault_index.surfaces.tool_context import (
