@@ -208,6 +208,10 @@ class Sandbox:
             NO_PROXY="127.0.0.1,localhost", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
             VAULT_INDEX_DB=str(self.state / "index.db"), VAULT_MEMORY_FILE=str(self.state / "memory.jsonl"),
             VAULT_EMBED_MODEL="none", VAULT_RERANK="0", HF_HUB_OFFLINE="1",
+            # How long Claude Code waits for an MCP server to connect before the session goes on
+            # without its tools. Its default was passed on a loaded 2-core CI machine (a server
+            # start of several seconds there): the test is about our wiring, not that race.
+            MCP_TIMEOUT="60000",
         )
         self.runs = 0
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import write
 from remote_harness import ThreadServer, free_port
 from vault_index.services.access.tokens import TokenStore
-from vault_index.surfaces.http import HttpConfig
+from vault_index.surfaces.http_config import HttpConfig
 
 ACCEPT = "application/json, text/event-stream"
 DEEP = b"[" * 5000 + b"]" * 5000  # 10 KB: under every body limit, past json's recursion limit

@@ -20,7 +20,7 @@ import pytest
 from helpers import write
 from remote_harness import CONFIG, NOTE, ThreadServer, free_port, open_client, run
 from vault_index.services.access.tokens import TokenStore
-from vault_index.surfaces.http import HttpConfig
+from vault_index.surfaces.http_config import HttpConfig
 
 REDIRECT = "https://claude.ai/api/mcp/auth_callback"
 MODERN = "2026-07-28"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import httpx
 import pytest
@@ -11,7 +12,7 @@ from helpers import CLI, cli_env, write
 from remote_harness import CALL_TIMEOUT_S, ThreadServer, free_port
 from vault_index.errors import UsageError
 from vault_index.services.access.tokens import MIN_TOKEN_CHARS, TokenStore
-from vault_index.surfaces.http import HttpConfig, check_startup
+from vault_index.surfaces.http_config import HttpConfig, check_startup
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
@@ -146,3 +147,16 @@ def test_a_damaged_token_file_refuses_everyone(guarded, tmp_path):
     assert _post(s, s.token).status_code == 200
     (tmp_path / "index.remote" / "tokens.json").write_text("{not json")
     assert _post(s, s.other).status_code == 401  # refused, not a 500 and never let through
+
+
+def test_a_refused_start_says_why_before_loading_the_server(tmp_path):
+    """No token, or no TLS off loopback: refused from the settings alone (surfaces/http_config.py),
+    without importing the MCP SDK and the OAuth provider (about 1.5 s on a quiet machine)."""
+    root = tmp_path / "vault"
+    write(root, "a.md", "# a\n")
+    env = cli_env(tmp_path / "index.db", CLAUDE_PROJECT_DIR=str(root))
+    code = ("import sys; from vault_index.surfaces import cli; code = cli.main(sys.argv[1:]); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'starlette', 'uvicorn'}), code)")
+    done = subprocess.run([sys.executable, "-c", code, "serve", "--http", str(free_port())], env=env,
+                          capture_output=True, text=True, timeout=CALL_TIMEOUT_S, cwd=root)
+    assert "token new" in done.stderr and done.stdout.strip().splitlines()[-1] == "[] 2", done.stdout + done.stderr

@@ -15,7 +15,7 @@ from helpers import CLI, cli_env, write
 from remote_harness import CALL_TIMEOUT_S, CONFIG, NOTE, ThreadServer, free_port, open_client, run
 from test_http_oauth import mcp_status, tokens_for
 from vault_index.services.access.tokens import TokenStore
-from vault_index.surfaces.http import HttpConfig
+from vault_index.surfaces.http_config import HttpConfig
 
 
 @pytest.fixture

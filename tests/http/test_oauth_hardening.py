@@ -15,7 +15,7 @@ from test_http_oauth import authorize, mcp_status, pkce, register, server, token
 from vault_index.services.access import oauth
 from vault_index.services.access.oauth import OwnerOAuth
 from vault_index.services.access.tokens import TokenStore
-from vault_index.surfaces.http import HttpConfig
+from vault_index.surfaces.http_config import HttpConfig
 
 
 def refresh(s, tokens: dict) -> httpx.Response:

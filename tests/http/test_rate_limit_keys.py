@@ -8,8 +8,8 @@ request, which makes the limit worthless against guessing tokens or flooding the
 import asyncio
 
 from mcp.server.transport_security import TransportSecuritySettings
-from vault_index.surfaces.http import HttpConfig
 from vault_index.surfaces.http_asgi import Guard
+from vault_index.surfaces.http_config import HttpConfig
 
 
 async def _inner(scope, receive, send):

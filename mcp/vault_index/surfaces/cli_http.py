@@ -52,7 +52,7 @@ def parse_bind(text: str) -> tuple[str, int]:
 def http_config(args):
     from vault_index.config import Settings
     from vault_index.services.access.tokens import credentials_dir
-    from vault_index.surfaces.http import DEFAULT_BURST, DEFAULT_RATE_PER_S, HttpConfig
+    from vault_index.surfaces.http_config import DEFAULT_BURST, DEFAULT_RATE_PER_S, HttpConfig
 
     host, port = parse_bind(args.http)
     if args.header_timeout is not None and not 0 < args.header_timeout < float("inf"):
@@ -67,13 +67,15 @@ def http_config(args):
 
 def cmd_serve_http(args) -> int:
     from vault_index.services.access.tokens import TokenStore
-    from vault_index.surfaces.http import check_startup, serve_http
+    from vault_index.surfaces.http_config import check_startup
 
     if getattr(args, "role", None):
         raise UsageError("--role is for stdio: over HTTP each request's role is its token's "
                          "(`vault-index token new --role NAME`)")
     config = http_config(args)
     check_startup(config, TokenStore(config.credentials), role_hint=hint_role(getattr(args, "vault", None)))
+    from vault_index.surfaces.http import serve_http  # the MCP SDK and OAuth: only once the checks pass
+
     print(f"vault-index: serving {config.base_url}/mcp (era {config.era}); Ctrl-C stops", file=sys.stderr, flush=True)
     serve_http(config, memory_file=args.memory_file, vault_root=getattr(args, "vault", None),
                watch=getattr(args, "watch", False))

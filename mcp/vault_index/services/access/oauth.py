@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 import secrets
@@ -52,6 +51,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from vault_index.services.access.hosts import is_loopback
 from vault_index.services.access.tokens import TokenRecord, TokenStore, write_private
 
 CODE_TTL_S = 300  # the brief and OAuth 2.1: short-lived, single-use codes
@@ -73,7 +73,6 @@ CLIENTS_FILE = "oauth-clients.json"
 USED_FILE = "oauth-used.json"  # jti -> expiry of used refresh and revoked tokens
 TOKEN_MARK = "vio"  # "vio.<kind>.<payload>.<signature>": tells OAuth tokens from bearer tokens
 ALLOWED_HOSTS = ("claude.ai", "claude.com")
-LOOPBACK_NAMES = ("localhost",)
 # One DNS label: letters, digits and inner hyphens. A literal `*.claude.ai` is no host (issue 22).
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
@@ -92,16 +91,6 @@ def redirect_allowed(uri: str) -> bool:
     if not all(_LABEL.fullmatch(label) for label in host.split(".")):
         return False
     return parts.scheme == "https" and any(host == h or host.endswith("." + h) for h in ALLOWED_HOSTS)
-
-
-def is_loopback(host: str) -> bool:
-    host = host.strip("[]").lower()
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class AnyScopeClient(OAuthClientInformationFull):
