@@ -215,3 +215,11 @@ def copy_checkout(dest: Path) -> None:
         if src.is_file() and not src.is_symlink():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
+
+
+def deprecated_pair(root: Path) -> None:
+    """Two notes with the same body, the deprecated one indexed first (lower chunk id), so it would
+    win every tie without the deprecation penalty."""
+    body = "# Deploy\n\nRoll out the recipe app with blue green switching on the load balancer.\n"
+    write(root, "a-old.md", "---\nstatus: deprecated\n---\n" + body)
+    write(root, "b-new.md", "---\nstatus: canonical\n---\n" + body)

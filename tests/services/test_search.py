@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import BACKENDS, FakeEmbedder, FakeReranker, write
+from helpers import BACKENDS, FakeEmbedder, FakeReranker, deprecated_pair, write
 from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.errors import UsageError
 from vault_index.services.search import fusion
@@ -111,10 +111,7 @@ def test_filters_restrict_results(indexed, vault):
 
 def test_a_deprecated_note_ranks_below_an_otherwise_equal_live_note(tmp_path, open_app, fake_embedder):
     root = tmp_path / "dep"
-    body = "# Deploy\n\nRoll out the recipe app with blue green switching on the load balancer.\n"
-    # indexed first (lower chunk id), so it would win every tie without the penalty
-    write(root, "a-old.md", "---\nstatus: deprecated\n---\n" + body)
-    write(root, "b-new.md", "---\nstatus: canonical\n---\n" + body)
+    deprecated_pair(root)
     app = open_app(fake_embedder)
     app.index([str(root)])
     for mode in ("keyword", "vector", "hybrid", "grep"):

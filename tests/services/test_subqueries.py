@@ -10,7 +10,7 @@ import os
 import shutil
 
 import pytest
-from helpers import BACKENDS, REPO, FakeEmbedder, make_settings, write
+from helpers import BACKENDS, REPO, FakeEmbedder, deprecated_pair, make_settings
 from vault_index.errors import UsageError
 from vault_index.services.search import subqueries
 from vault_index.services.search.search import MODES, RERANK_NOTICE_PREFIX, Filters
@@ -138,9 +138,7 @@ def test_filters_limit_and_per_note_hold_with_sub_queries(indexed, vault, backen
 def test_a_deprecated_note_stays_below_an_equal_live_one_with_sub_queries(tmp_path, open_app, fake_embedder,
                                                                          backend):
     root = tmp_path / "dep"
-    body = "# Deploy\n\nRoll out the recipe app with blue green switching on the load balancer.\n"
-    write(root, "a-old.md", "---\nstatus: deprecated\n---\n" + body)
-    write(root, "b-new.md", "---\nstatus: canonical\n---\n" + body)
+    deprecated_pair(root)
     app = open_app(fake_embedder)
     app.index([str(root)])
     found = sub_queries(keywords="load balancer", paraphrases=["release the recipe app"])

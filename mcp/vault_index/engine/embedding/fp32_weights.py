@@ -22,7 +22,6 @@ atomically, into the model cache.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import zipfile
@@ -77,7 +76,7 @@ def build(int8_onnx: Path, weights: dict, target: Path) -> dict[str, str]:
     import onnx
     from onnx import numpy_helper
 
-    from vault_index.engine.embedding.onnx_prep import dequantize_pair, graph_maps
+    from vault_index.engine.embedding.onnx_prep import dequantize_pair, graph_maps, save_atomically, set_nodes
 
     model = onnx.load(str(int8_onnx))
     graph = model.graph
@@ -106,20 +105,12 @@ def build(int8_onnx: Path, weights: dict, target: Path) -> dict[str, str]:
     missing = expected - set(placed.values())
     if missing or len(placed) != len(set(placed.values())):
         raise ValueError(f"weights not placed exactly once: missing {sorted(missing)[:5]}")
-    nodes = [n for n in graph.node if id(n) not in dropped]
-    del graph.node[:]
-    graph.node.extend(nodes)
-    used = {name for node in nodes for name in node.input}
+    used = set_nodes(graph, [n for n in graph.node if id(n) not in dropped])
     kept = [i for i in graph.initializer if i.name in used and i.name not in arrays]
     filled = [numpy_helper.from_array(a, n) for n, a in arrays.items() if n in used]
     del graph.initializer[:]
     graph.initializer.extend(kept + filled)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    try:
-        partial.write_bytes(model.SerializeToString())
-        os.replace(partial, target)  # atomic: a half-written model is never loaded
-    finally:
-        partial.unlink(missing_ok=True)
+    save_atomically(model, target)
     return placed
 
 

@@ -101,19 +101,29 @@ def prepare(source: Path, target: Path) -> bool:
         return False
     nodes = _topological([n for n in graph.node if id(n) not in dropped_nodes] + added_nodes,
                          {i.name for i in graph.input} | set(initializers) | {w.name for w in float_weights})
-    del graph.node[:]
-    graph.node.extend(nodes)
-    used = {name for node in nodes for name in node.input}
+    used = set_nodes(graph, nodes)
     kept = [i for i in graph.initializer if i.name in used]
     del graph.initializer[:]
     graph.initializer.extend(kept + float_weights)
+    save_atomically(model, target)
+    return True
+
+
+def set_nodes(graph, nodes: list) -> set[str]:
+    """Replace the graph's nodes; the names they read (to keep only the initializers still used)."""
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return {name for node in nodes for name in node.input}
+
+
+def save_atomically(model, target: Path) -> None:
+    """Write the model beside `target` and rename it over: a half-written model is never loaded."""
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     try:
         partial.write_bytes(model.SerializeToString())
-        os.replace(partial, target)  # atomic: a half-written model is never loaded
+        os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
-    return True
 
 
 def dequantize_pair(mul, producer, initializers, users, outputs):
