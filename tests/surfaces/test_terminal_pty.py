@@ -26,12 +26,13 @@ pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.real_model
 WAIT_S = 240  # generous: the shipped model embeds a few dozen chunks a second on a busy machine
 CLI = [sys.executable, "-m", "vault_index"]
-FILES, SECTIONS = 40, 4  # 160 chunks: a few embedding batches, so Ctrl-C lands between two
+FILES, SECTIONS = 25, 4  # 100 chunks: two embedding commits (64 + 36), so Ctrl-C lands between them
+FEW = 10  # 40 chunks, where only the embedding lock matters
 WORDS = "garden sensor battery pump boiler recipe flour bike brake chain tyre server backup disk network".split()
 
 
-def _vault(root: Path) -> Path:
-    for i in range(FILES):
+def _vault(root: Path, files: int = FILES) -> Path:
+    for i in range(files):
         parts = [f"# Note {i}"]
         for j in range(SECTIONS):
             text = " ".join(WORDS[(i + j + k) % len(WORDS)] for k in range(40))
@@ -77,7 +78,7 @@ def test_a_terminal_session_index_interrupt_status_search_and_finish(env, tmp_pa
 
     # index: a progress bar with an ETA ([elapsed<remaining]) on the terminal, then Ctrl-C
     child = _spawn(["index", str(vault)], env)
-    child.expect(r"embed:\s+\d+%.*\d+/160 \[\d\d:\d\d<\d\d:\d\d")
+    child.expect(rf"embed:\s+\d+%.*\d+/{FILES * SECTIONS} \[\d\d:\d\d<\d\d:\d\d")
     child.sendintr()
     child.expect(r"interrupted: what was indexed and embedded so far is kept; run `vault-index index` again")
     child.expect(pexpect.EOF)
@@ -91,7 +92,7 @@ def test_a_terminal_session_index_interrupt_status_search_and_finish(env, tmp_pa
     child.expect(pexpect.EOF)
     status = child.before
     assert re.search(rf"^vectors\s+{kept} \(", status, re.M), status
-    assert re.search(r"^content\s+1 sources, 40 files, 160 chunks", status, re.M), status
+    assert re.search(rf"^content\s+1 sources, {FILES} files, {FILES * SECTIONS} chunks", status, re.M), status
     assert re.search(r"^rerank\s+off", status, re.M), status
 
     # search with rerank off: no rerank line at all
@@ -123,7 +124,8 @@ def test_off_a_terminal_progress_is_plain_lines_on_stderr(tmp_path):
     env = cli_env(tmp_path / "plain.db")  # no model: the scan phase alone
     run = subprocess.run(CLI + ["index", str(vault)], env=env, capture_output=True, text=True, timeout=WAIT_S)
     assert run.returncode == 0, run.stderr
-    assert re.search(r"^scan: 40/40 files \(100%\), \d\d:\d\d elapsed, about \d\d:\d\d left$", run.stderr, re.M)
+    assert re.search(rf"^scan: {FILES}/{FILES} files \(100%\), \d\d:\d\d elapsed, about \d\d:\d\d left$",
+                     run.stderr, re.M)
     assert "\r" not in run.stderr and "scan:" not in run.stdout
 
 
@@ -132,7 +134,7 @@ def test_two_concurrent_index_runs_embed_each_chunk_once(env, tmp_path):
     first = subprocess.Popen(CLI + ["index", str(vault), "--json"], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
-        line = first.stderr.readline()  # "scan: 40/40 files ...": the first run now embeds
+        line = first.stderr.readline()  # "scan: 25/25 files ...": the first run now embeds
         assert line.startswith("scan:"), line
         second = subprocess.run(CLI + ["index", str(vault), "--json"], env=env, capture_output=True, text=True,
                                 timeout=WAIT_S)
@@ -150,7 +152,7 @@ def test_two_concurrent_index_runs_embed_each_chunk_once(env, tmp_path):
 def test_a_run_that_finds_another_embedding_says_so_waits_and_then_embeds_what_is_missing(env, tmp_path):
     from filelock import FileLock
 
-    vault = _vault(tmp_path / "vault")
+    vault = _vault(tmp_path / "vault", FEW)
     held = FileLock(env["VAULT_INDEX_DB"] + ".embed.lock")  # what another index run holds while it embeds
     Path(env["VAULT_INDEX_DB"]).parent.mkdir(parents=True, exist_ok=True)
     held.acquire(timeout=5)
@@ -180,5 +182,5 @@ def test_a_run_that_finds_another_embedding_says_so_waits_and_then_embeds_what_i
         if run.poll() is None:
             run.kill()
     assert run.returncode == 0
-    assert json.loads(out)["chunks_embedded"] == FILES * SECTIONS
-    assert _vectors(env["VAULT_INDEX_DB"]) == FILES * SECTIONS
+    assert json.loads(out)["chunks_embedded"] == FEW * SECTIONS
+    assert _vectors(env["VAULT_INDEX_DB"]) == FEW * SECTIONS
