@@ -25,7 +25,9 @@ from vault_index.engine.embedding.models import Models
 from vault_index.errors import VaultIndexError
 from vault_index.services.app import App
 
-RACE_SECONDS = 9.0  # per phase (threads, then processes): the least time each phase races
+# per phase (threads, then processes): the least time each phase races; the count below is the
+# must-show (the unfixed code leaked within a second or two). VAULT_FAULTS_FULL=1: 9 s, as before.
+RACE_SECONDS = 9.0 if os.environ.get("VAULT_FAULTS_FULL") else 3.0
 MIN_ATTEMPTS = 1000  # reads and re-indexes per phase, and swaps per phase
 # Trigger: a phase bounded only by RACE_SECONDS made 508 and 892 attempts at load 15 (2 cores
 # shared), and the count check failed with no leak found. Why: the must-show is a count
