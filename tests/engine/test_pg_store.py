@@ -119,7 +119,7 @@ def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
 
 def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_search(pg_database, pg_store,
                                                                                      monkeypatch):
-    from vault_index.engine.stores import pg_vectors
+    from vault_index.engine.stores import pg_schema, pg_vectors
 
     store = pg_store.PgStore(pg_database(), hnsw_min_vectors=300)
     try:
@@ -136,6 +136,9 @@ def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_
         store.checkpoint()  # after a sync: 360 vectors >= 300, so the HNSW index is built
         assert store.has_vector_index("m")
         assert store.vector_index_name("m") in index.plan(queries[0])
+        (definition,) = store.db.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                         (store.vector_index_name("m"),)).fetchone()
+        assert f"m='{pg_schema.HNSW_M}', ef_construction='{pg_schema.HNSW_EF_CONSTRUCTION}'" in definition, definition
         approximate = [index.search(q, 10) for q in queries]
         recall = np.mean([len({c for c, _ in a} & {c for c, _ in e}) / 10 for a, e in zip(approximate, exact,
                                                                                             strict=True)])
