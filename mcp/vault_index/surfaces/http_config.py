@@ -60,11 +60,11 @@ def check_startup(config: HttpConfig, store: TokenStore, role_hint: str = "ROLE"
     if bool(config.tls_cert) != bool(config.tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
     if config.public_url and not (config.public_url.startswith("https://")
-                                  or is_loopback(_hostname(config.public_url))):
+                                  or is_loopback(url_hostname(config.public_url))):
         raise UsageError("--public-url must be https:// (OAuth refuses plain http except on loopback)")
 
 
-def _hostname(url: str) -> str:
+def url_hostname(url: str) -> str:
     from urllib.parse import urlsplit
 
     return urlsplit(url).hostname or ""
