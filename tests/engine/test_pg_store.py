@@ -139,6 +139,7 @@ def test_hnsw_is_built_above_the_threshold_used_by_search_and_agrees_with_exact_
         (definition,) = store.db.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
                                          (store.vector_index_name("m"),)).fetchone()
         assert f"m='{pg_schema.HNSW_M}', ef_construction='{pg_schema.HNSW_EF_CONSTRUCTION}'" in definition, definition
+        assert store.vector_search_factor("m") == pg_schema.HNSW_EF_SEARCH_FACTOR == 4
         approximate = [index.search(q, 10) for q in queries]
         recall = np.mean([len({c for c, _ in a} & {c for c, _ in e}) / 10 for a, e in zip(approximate, exact,
                                                                                             strict=True)])
@@ -180,6 +181,22 @@ def test_note_similarity_is_the_cosine_to_the_centroid_of_the_note(pg_database, 
         centroid = vectors[:2].sum(axis=0)
         assert got[keys[0][0]] == pytest.approx(float(centroid @ query / np.linalg.norm(centroid)), abs=1e-5)
         assert got[keys[2][0]] == pytest.approx(1.0, abs=1e-5)
+    finally:
+        store.close()
+
+
+def test_an_index_built_with_pgvectors_ef_construction_64_is_searched_with_the_wider_list(pg_database, pg_store):
+    from vault_index.engine.stores import pg_schema
+
+    store = pg_store.PgStore(pg_database(), hnsw_min_vectors=10**9)
+    try:
+        sid = store.add_source("/v")
+        _put(store, sid, "/v/n.md", "# A\n\none note")
+        [(_, _, digest)] = store.chunk_keys()
+        store.put_vectors("m", [(digest, _vectors(1, 8)[0].tobytes())])
+        store.db.execute(f"CREATE INDEX {store.vector_index_name('m')} ON embeddings USING hnsw "
+                         "((vector::vector(8)) vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE model = 'm'")
+        assert store.vector_search_factor("m") == pg_schema.HNSW_EF_SEARCH_FACTOR_EF64 == 8
     finally:
         store.close()
 

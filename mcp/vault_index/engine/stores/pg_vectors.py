@@ -15,6 +15,8 @@ from psycopg import sql
 from vault_index.engine.stores.pg_schema import (
     FILTER_EXACT_MAX,
     HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH_FACTOR,
+    HNSW_EF_SEARCH_FACTOR_EF64,
     HNSW_EF_SEARCH_FACTOR_SMALL,
     HNSW_EF_SEARCH_MAX,
     HNSW_LARGE_AT,
@@ -140,6 +142,18 @@ class PgVectors:
             built.add(model)
         return model in built
 
+    def vector_search_factor(self, model: str) -> int:
+        """ef_search per vector asked for at HNSW_LARGE_AT chunks and above: by the ef_construction
+        `model`'s index was built with (read once; an index of pgvector's 64 needs twice the list)."""
+        known = self.__dict__.setdefault("_search_factor", {})
+        if model not in known:
+            row = self.db.execute("SELECT reloptions FROM pg_class WHERE relname = %s",
+                                  (self.vector_index_name(model),)).fetchone()
+            options = dict(o.split("=", 1) for o in (row[0] or [])) if row else {}
+            built = int(options.get("ef_construction", 64))
+            known[model] = HNSW_EF_SEARCH_FACTOR if built >= HNSW_EF_CONSTRUCTION else HNSW_EF_SEARCH_FACTOR_EF64
+        return known[model]
+
     def _index_valid(self, model: str) -> bool:
         return bool(self.db.execute(
             "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND i.indisvalid",
@@ -230,11 +244,11 @@ class PgVectorIndex:
             "JOIN chunks c ON c.hash = e.hash " + where + " ORDER BY e.d, c.id"
         ).format(dims=sql.Literal(dims), model=sql.Literal(self.model))
         args = (query, query, wanted, *args)
+        large = ef_search_for(wanted, self.store.vector_search_factor(self.model))  # read once a store
         with (db.pipeline() if psycopg.Pipeline.is_supported() else nullcontext()), db.transaction():
             # the index's size picks the factor, read in the same round trip (keyword_stats)
             db.execute("SELECT set_config('hnsw.ef_search', (CASE WHEN chunks >= %s THEN %s ELSE %s END)::text, true) "
-                       "FROM keyword_stats", (HNSW_LARGE_AT, ef_search_for(wanted),
-                                              ef_search_for(wanted, HNSW_EF_SEARCH_FACTOR_SMALL)))
+                       "FROM keyword_stats", (HNSW_LARGE_AT, large, ef_search_for(wanted, HNSW_EF_SEARCH_FACTOR_SMALL)))
             db.execute("SET LOCAL enable_seqscan = off")
             cursor = db.execute((sql.SQL("EXPLAIN ") + statement) if explain else statement, args)
         if explain:
