@@ -413,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "recall@10, hybrid p95, size); URL of a server, one database per size (docs/postgres.md)")
     p.add_argument("--keep", action="store_true", help="with --postgres: keep the bench databases")
     p.add_argument("--reuse", action="store_true", help="with --postgres: search a database --keep kept "
-                   "(same size, HNSW built) instead of loading and building it again")
+                   "(same size, HNSW built; kept again) instead of loading and building it again")
     p.set_defaults(run=cmd_bench)
 
     add_vault_parsers(sub, common)

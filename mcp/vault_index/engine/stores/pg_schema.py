@@ -41,9 +41,8 @@ HNSW_BUILD_MEMORY_MIN_MB, HNSW_BUILD_MEMORY_MAX_MB = 512, 8192  # maintenance_wo
 # Issue 25: on the 100k bench index (60 queries, ADR 0028) ef_search 100 / 200 / 400 / 800 all found
 # the exact top 10 (recall 1.0) at p50 103 / 148 / 168 / 276 ms (load average 30): below
 # HNSW_LARGE_AT chunks the factor is HNSW_EF_SEARCH_FACTOR_SMALL, 8 only from there.
-# Stop 31: an index built with ef_construction 128 found 0.997 of the exact top 10 at ef_search 400
-# (scripts/hnsw_recall.py) and the 1M hybrid search took 38 ms at p50 with 4 against 60 with 8 (ADR 0028):
-# 4 for those, 8 kept for an index built before with pgvector's 64 (0.883 at 400).
+# From there: 4 for an index built with ef_construction 128 (recall@10 0.997 at ef_search 400 at 1M,
+# hybrid p50 38 against 60 ms with 8), 8 for one built before with pgvector's 64 (0.883 at 400); ADR 0028.
 HNSW_EF_SEARCH_FACTOR = 4
 HNSW_EF_SEARCH_FACTOR_EF64 = 8
 HNSW_EF_SEARCH_FACTOR_SMALL = 2
