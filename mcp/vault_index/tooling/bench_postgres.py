@@ -71,8 +71,7 @@ def run_pg_bench(args) -> int:
         for size in sorted(sizes):
             result["sizes"].append(_guard(bench_pg_size, args, size, n_queries, workdir, url, size=size))
             _say(args, f"{size:,}: {json.dumps(result['sizes'][-1], default=str)}")
-            for part in workdir.glob(f"index-{size}.db*"):
-                part.unlink()
+            _remove_sqlite_files(workdir, size)  # what a failed size left
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result["meta"].update(total_s=round(time.perf_counter() - started, 1), loadavg_end=_loadavg(), **_rss_mb())
@@ -208,8 +207,12 @@ def _drop_sqlite(sqlite, workdir: Path, size: int) -> None:
     """SQLite's part is measured: its files go before PostgreSQL's searches, so that its 4 GB at 1M
     no longer share the page cache with the server's database on one machine."""
     sqlite.close()
+    _remove_sqlite_files(workdir, size)
+
+
+def _remove_sqlite_files(workdir: Path, size: int) -> None:
     for part in workdir.glob(f"index-{size}.db*"):
-        part.unlink()
+        part.unlink(missing_ok=True)
 
 
 def _settle(store) -> None:

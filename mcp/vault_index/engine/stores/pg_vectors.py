@@ -135,29 +135,28 @@ class PgVectors:
         return row[0] if row else None
 
     def has_vector_index(self, model: str) -> bool:
-        """Whether `model`'s index is built; once seen, remembered (a search per round trip less;
-        were it dropped, the same query still answers, by a scan)."""
-        built = self.__dict__.setdefault("_indexed", set())
-        if model not in built and self._index_valid(model):
-            built.add(model)
+        """Whether `model`'s index is built; once seen, remembered with its search factor (a search per
+        round trip less; were it dropped, the same query still answers, by a scan)."""
+        built = self.__dict__.setdefault("_indexed", {})
+        if model not in built:
+            options = self._index_options(model)
+            if options is not None:
+                ef_construction = int(dict(o.split("=", 1) for o in options).get("ef_construction", 64))
+                built[model] = (HNSW_EF_SEARCH_FACTOR if ef_construction >= HNSW_EF_CONSTRUCTION
+                                else HNSW_EF_SEARCH_FACTOR_EF64)
         return model in built
 
     def vector_search_factor(self, model: str) -> int:
-        """ef_search per vector asked for at HNSW_LARGE_AT chunks and above: by the ef_construction
-        `model`'s index was built with (read once; an index of pgvector's 64 needs twice the list)."""
-        known = self.__dict__.setdefault("_search_factor", {})
-        if model not in known:
-            row = self.db.execute("SELECT reloptions FROM pg_class WHERE relname = %s",
-                                  (self.vector_index_name(model),)).fetchone()
-            options = dict(o.split("=", 1) for o in (row[0] or [])) if row else {}
-            built = int(options.get("ef_construction", 64))
-            known[model] = HNSW_EF_SEARCH_FACTOR if built >= HNSW_EF_CONSTRUCTION else HNSW_EF_SEARCH_FACTOR_EF64
-        return known[model]
+        """ef_search per vector asked for at HNSW_LARGE_AT chunks and above, by the ef_construction
+        `model`'s index was built with: an index of pgvector's 64 needs twice the list."""
+        return self._indexed[model] if self.has_vector_index(model) else HNSW_EF_SEARCH_FACTOR_EF64
 
-    def _index_valid(self, model: str) -> bool:
-        return bool(self.db.execute(
-            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s AND i.indisvalid",
-            (self.vector_index_name(model),)).fetchone())
+    def _index_options(self, model: str) -> list[str] | None:
+        """The valid index's build options (m=.., ef_construction=..), None without a valid index."""
+        row = self.db.execute(
+            "SELECT c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = %s AND i.indisvalid", (self.vector_index_name(model),)).fetchone()
+        return None if row is None else list(row[0] or [])
 
     def ensure_vector_index(self, model: str) -> bool:
         """Build the HNSW (cosine) partial index of `model`'s vectors if missing; True if it exists after."""
@@ -166,7 +165,7 @@ class PgVectors:
             return False
         self.db.execute("SELECT pg_advisory_lock(%s)", (VECTOR_INDEX_LOCK,))
         try:
-            if not self._index_valid(model):
+            if self._index_options(model) is None:
                 self.db.execute(sql.SQL("SET maintenance_work_mem = {}").format(
                     sql.Literal(f"{hnsw_build_memory_mb(self.model_vectors(model), dims)}MB")))
                 self.db.execute(sql.SQL(
