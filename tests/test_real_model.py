@@ -1,4 +1,5 @@
-"""The real shipped all-MiniLM-L6-v2 through fastembed, and a tiny real ONNX cross-encoder.
+"""The real shipped all-MiniLM-L6-v2 (on ONNX Runtime directly, equal to fastembed's vectors),
+and a tiny real ONNX cross-encoder.
 
 Slower than the rest (a second or two): `pytest -m "not real_model"` skips them.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +18,15 @@ import pytest
 from helpers import BIKE, GARDEN, SOURDOUGH, make_settings, write
 from vault_index.engine.embedding.models import (
     SHIPPED_MINILM_MAX_TOKENS,
+    EmbedShape,
+    FastEmbedEmbedder,
     FastEmbedReranker,
     Models,
     ModelSpec,
+    parse_model_setting,
     prepare_shipped_minilm,
 )
+from vault_index.engine.embedding.onnx_session import ShippedEmbedder
 from vault_index.engine.parsing.chunk import chunk_note
 from vault_index.engine.parsing.parse import parse_note
 from vault_index.services.app import App
@@ -85,6 +92,33 @@ def test_long_chunks_use_the_full_256_token_window(shipped):
     chunks = chunk_note(parse_note("/v/log.md", text), embedder.count_tokens, embedder.max_tokens)
     sizes = [embedder.count_tokens(c.embed_text) for c in chunks]
     assert max(sizes) <= 256 and max(sizes) > 128 and len(chunks) > 1
+
+
+@pytest.mark.parametrize("setting", ["shipped:minilm", "shipped:minilm-int8"])
+def test_the_shipped_model_without_fastembed_gives_fastembeds_vectors_bit_for_bit(model_cache, setting):
+    spec = parse_model_setting(setting, model_cache)
+    direct = Models(setting, "none", model_cache, rerank=False).embedder()
+    assert isinstance(direct, ShippedEmbedder)
+    shape = EmbedShape(prepare_weights=spec.weights != ":fp32")
+    through_fastembed = FastEmbedEmbedder(spec, model_cache, shape)
+    texts = ["short", "x", "", "naïve café, 日本語, a literal [SEP] and [MASK]", "bike chain wax " * 12,
+             "garden sensors, batteries and soil moisture " * 40]  # the last is cut at the 256-token window
+    assert np.array_equal(direct.embed_documents(texts), through_fastembed.embed_documents(texts))
+    assert np.array_equal(direct.embed_query("soil moisture"), through_fastembed.embed_query("soil moisture"))
+    assert [direct.count_tokens(t) for t in texts] == [through_fastembed.count_tokens(t) for t in texts]
+    assert (direct.max_tokens, direct.fingerprint) == (through_fastembed.max_tokens, through_fastembed.fingerprint)
+    assert direct.embed_documents([]).shape == (0, 384)
+
+
+def test_loading_and_running_the_shipped_model_never_imports_fastembed(model_cache, shipped):
+    code = ("import sys; from pathlib import Path; from vault_index.engine.embedding.models import Models; "
+            f"e = Models('shipped:minilm', 'none', Path({str(model_cache)!r}), rerank=False).embedder(); "
+            "assert e is not None; e.embed_documents(['soil']); e.embed_query('soil'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'PIL', 'huggingface_hub')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_paraphrase_finds_the_right_note_in_vector_mode(tmp_path, shipped):

@@ -108,6 +108,48 @@ def test_a_model_that_cannot_load_leaves_no_model_recorded(tmp_path):
     app.close()
 
 
+def test_the_shipped_model_loads_on_a_thread_while_the_sync_walks_on(tmp_path, monkeypatch):
+    """The shipped model's tokenizer sizes the chunks at once; its session loads meanwhile on a
+    thread, and the embedding waits for it. Here the load is held until the walk has gone past a
+    second changed note: a sync that loaded before going on would never get there."""
+    import threading
+
+    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
+
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
+    spec = ModelSpec("shipped", folder, shipped=True)
+    monkeypatch.setattr(models_module, "parse_model_setting", lambda setting, cache: spec)
+    walked_on, loads, seen = threading.Event(), [], []
+
+    def held_load(spec, cache, shape=None):
+        assert walked_on.wait(30), "the sync waited for the model before walking on"
+        loads.append(threading.current_thread().name)
+        return FakeEmbedder(fingerprint=models_module._fingerprint(spec))
+
+    monkeypatch.setattr(models_module, "open_embedder", held_load)
+    from vault_index.engine import indexer
+
+    real_prepare = indexer._prepare
+
+    def prepare(store, here, path, report, sizing):
+        seen.append(path.name)
+        if len(seen) == 2:
+            walked_on.set()  # the second note's turn came while the model was still loading
+        return real_prepare(store, here, path, report, sizing)
+
+    monkeypatch.setattr(indexer, "_prepare", prepare)
+    vault = tmp_path / "vault"
+    write(vault, "bike.md", BIKE)
+    write(vault, "garden.md", GARDEN)
+    settings = replace(make_settings(tmp_path), embed_model="shipped:minilm")
+    app = App.open(settings, models=Models("shipped:minilm", "none", settings.model_cache, rerank=False))
+    report = app.index([str(vault)])
+    assert loads == ["embedder-load"] and report.chunks_embedded == app.store.counts()["chunks"] > 0
+    app.close()
+
+
 def first_fingerprint(app: App) -> str:
     return app.models.embed_fingerprint()
 

@@ -91,7 +91,7 @@ def test_prepared_shipped_minilm_gives_the_old_sessions_vectors(tmp_path):
     assert old is not None
     new = Models("shipped:minilm-int8", "none", cache, rerank=False, embed_shape=EmbedShape()).embedder()
     assert list((cache / onnx_prep.RUNTIME_FOLDER).glob("*.onnx")), "the prepared copy was not made"
-    assert new._model.model.model._model_path != old._model.model.model._model_path
+    assert new.model_path == old.model_path and new._session._model_path != old._session._model_path
     assert float(np.abs(old.embed_documents(texts) - new.embed_documents(texts)).max()) < 1e-5
     assert float(np.abs(old.embed_query("soil moisture") - new.embed_query("soil moisture")).max()) < 1e-5
     assert new.fingerprint == old.fingerprint  # stored vectors stay valid: nothing re-embeds

@@ -195,7 +195,8 @@ def test_an_index_built_with_pgvectors_ef_construction_64_is_searched_with_the_w
         [(_, _, digest)] = store.chunk_keys()
         store.put_vectors("m", [(digest, _vectors(1, 8)[0].tobytes())])
         store.db.execute(f"CREATE INDEX {store.vector_index_name('m')} ON embeddings USING hnsw "
-                         "((vector::vector(8)) vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE model = 'm'")
+                         "((vector::vector(8)) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+                         "WHERE model = 'm'")
         assert store.vector_search_factor("m") == pg_schema.HNSW_EF_SEARCH_FACTOR_EF64 == 8
     finally:
         store.close()

@@ -191,8 +191,9 @@ def sync(
 
 class _Sizing:
     """How chunks are measured: the embedder's tokenizer and window, asked for at the first note
-    that needs chunking. A sync that finds every note unchanged never loads the model (issue 26);
-    with no embedder (keyword only, or it cannot load) chunks are sized by approximate tokens."""
+    that needs chunking (the shipped model's session starts loading then, on a thread). A sync
+    that finds every note unchanged never loads the model (issue 26); with no embedder (keyword
+    only, or it cannot load) chunks are sized by approximate tokens."""
 
     def __init__(self, models: Models | None):
         self.models = models
@@ -200,8 +201,8 @@ class _Sizing:
 
     def __call__(self) -> tuple[Callable[[str], int], int]:
         if self._got is None:
-            embedder = self.models.embedder() if self.models is not None else None
-            self._got = (embedder.count_tokens, embedder.max_tokens) if embedder else (approximate_tokens, 512)
+            counter = self.models.token_counter() if self.models is not None else None
+            self._got = counter or (approximate_tokens, 512)
         return self._got
 
 

@@ -1,4 +1,5 @@
-"""Embedder and reranker, loaded lazily through fastembed (ONNX Runtime on the CPU, no torch).
+"""Embedder and reranker, loaded lazily (ONNX Runtime on the CPU, no torch; fastembed for
+every model but the shipped MiniLM, which onnx_session.py runs directly).
 
 A model setting is one of:
 - a fastembed model name (`BAAI/bge-small-en-v1.5`), fetched once into the persistent cache;
@@ -30,10 +31,17 @@ import shutil
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from vault_index.engine.embedding.onnx_session import (  # noqa: F401 (plan_batches: re-exported)
+    ShippedEmbedder,
+    TokenCounter,
+    open_session,
+    plan_batches,
+)
 from vault_index.errors import ModelUnavailableError
 
 SHIPPED_MINILM_BASE = "sentence-transformers/all-MiniLM-L6-v2"
@@ -130,6 +138,7 @@ class ModelSpec:
     folder: Path | None  # local weights, or None for the hub/cache
     weights: str = ""  # a label in the fingerprint (":fp32"), so int8 and fp32 vectors never mix
     notice: str = ""  # said once where the model is reported (a fallback, an unmeasured model)
+    shipped: bool = False  # the shipped MiniLM folder: run on ONNX Runtime without fastembed
 
 
 MODEL_NOTICE_PREFIX = "embedding model"  # surfaces that say a notice once per machine recognise it by this
@@ -163,12 +172,12 @@ def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
         archive = _fp32_archive()
         if archive is not None:
             folder = prepare_shipped_minilm(cache / "shipped-minilm-fp32", archive)
-            return ModelSpec(SHIPPED_MINILM_BASE, folder, weights=":fp32")
+            return ModelSpec(SHIPPED_MINILM_BASE, folder, weights=":fp32", shipped=True)
         return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"),
-                         notice=FP32_MISSING_NOTICE)
+                         notice=FP32_MISSING_NOTICE, shipped=True)
     if setting == SHIPPED_MINILM_INT8:
         return ModelSpec(SHIPPED_MINILM_BASE, prepare_shipped_minilm(cache / "shipped-minilm"),
-                         notice=unmeasured_notice(setting))
+                         notice=unmeasured_notice(setting), shipped=True)
     if "@" in setting:
         name, folder = setting.split("@", 1)
         path = Path(folder).expanduser()
@@ -288,11 +297,22 @@ def _quiet_fastembed() -> None:
         pass
 
 
+def open_embedder(spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()) -> Embedder:
+    """The shipped MiniLM on ONNX Runtime directly (onnx_session.py says why), any other model
+    through fastembed."""
+    if spec.weights == ":fp32":  # no int8 weights to prepare (a child would parse 90 MB to find none)
+        shape = replace(shape, prepare_weights=False)
+    if spec.shipped and spec.folder is not None:
+        try:
+            return ShippedEmbedder(spec.folder, shape, cache, _fingerprint(spec), spec.notice)
+        except Exception as exc:  # noqa: BLE001 - any load failure means "no vectors"
+            raise ModelUnavailableError(f"the shipped embedding model could not load ({exc})") from exc
+    return FastEmbedEmbedder(spec, cache, shape)
+
+
 class FastEmbedEmbedder:
     def __init__(self, spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()):
         _quiet_fastembed()
-        if spec.weights == ":fp32":  # no int8 weights to prepare (a child would parse 90 MB to find none)
-            shape = replace(shape, prepare_weights=False)
         self.shape = shape
         try:
             from fastembed import TextEmbedding
@@ -337,71 +357,17 @@ class FastEmbedEmbedder:
         return np.asarray(next(iter(self._model.query_embed(text))), dtype=np.float32)
 
 
-def plan_batches(lengths: list[int], shape: EmbedShape) -> list[list[int]]:
-    """Positions of the texts, cut into ONNX runs; the caller restores the original order.
-
-    Trigger: a run pads every text to its longest member. Why: a 40-token chunk batched with a
-    250-token one costs as much as a 250-token one, and a run's memory follows its padded size.
-    Outcome: sort by length (stable), then cut a run before it passes the token or text budget.
-    """
-    order = sorted(range(len(lengths)), key=lengths.__getitem__) if shape.sort_by_length else range(len(lengths))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for i in order:
-        padded = max(longest, lengths[i], 1) * (len(current) + 1)
-        if current and (len(current) >= shape.batch_texts or (shape.batch_tokens and padded > shape.batch_tokens)):
-            batches.append(current)
-            current, longest = [], 0
-        current.append(i)
-        longest = max(longest, lengths[i])
-    if current:
-        batches.append(current)
-    return batches
-
-
 def _open_session(inner, shape: EmbedShape, cache: Path | None = None) -> None:
-    """Load fastembed's ONNX model with our session options (fastembed exposes only the arena).
-
-    Trigger: fastembed builds its session with every graph optimisation on. Why: constant folding
-    turns the shipped int8 MiniLM's weights into float at load (peak 262 MB against 90 MB, same
-    vectors to 1e-6, no faster here). Outcome: build the session ourselves where the model is a
-    single ONNX file; anything else (external data files) loads through fastembed as before.
-    """
-    import onnxruntime as ort
-
+    """Load fastembed's ONNX model with our session options (fastembed exposes only the arena),
+    where the model is a single ONNX file; anything else (external data files) loads through
+    fastembed as before."""
     description = getattr(inner, "model_description", None)
     if description is None or getattr(description, "additional_files", None) or not hasattr(inner, "_ensure_tokenizer"):
         inner.load_onnx_model()
         return
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.enable_cpu_mem_arena = shape.cpu_arena
-    options.enable_mem_pattern = shape.mem_pattern
-    if shape.cpu_arena and shape.arena_same_as_requested:
-        _register_same_as_requested_arena(ort)
-        options.add_session_config_entry("session.use_env_allocators", "1")
-    if getattr(inner, "threads", None):
-        options.intra_op_num_threads = options.inter_op_num_threads = inner.threads
     source = Path(inner._model_dir) / description.model_file
-    prepared = None
-    if shape.prepare_weights and not shape.fold_constants and cache is not None:
-        from vault_index.engine.embedding.onnx_prep import prepared_path
-
-        prepared = prepared_path(source, cache)
-    inner.model = ort.InferenceSession(
-        str(prepared or source), sess_options=options,
-        providers=["CPUExecutionProvider"], disabled_optimizers=[] if shape.fold_constants else ["ConstantFolding"],
-    )
+    inner.model = open_session(source, shape, cache, getattr(inner, "threads", None))
     inner._ensure_tokenizer()
-
-
-@functools.cache
-def _register_same_as_requested_arena(ort) -> None:
-    """One process-wide CPU arena that extends by the size requested (kSameAsRequested), for the
-    sessions that opt in (session.use_env_allocators)."""
-    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
-    ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, 1, -1, -1))
 
 
 class FastEmbedReranker:
@@ -434,6 +400,7 @@ class Models:
         self.rerank_error: str | None = None
         self._embed_tried = self._rerank_tried = False
         self._fingerprint: str | None = None  # embed_fingerprint(), computed once
+        self._loader: threading.Thread | None = None  # the embedder loading while a sync walks on
 
     def embedder(self) -> Embedder | None:
         with self._lock:
@@ -444,10 +411,32 @@ class Models:
                     if spec is None:
                         self.embed_error = "embedding model turned off (VAULT_EMBED_MODEL=none)"
                     else:
-                        self._embedder = FastEmbedEmbedder(spec, self.cache, self.embed_shape)
+                        self._embedder = open_embedder(spec, self.cache, self.embed_shape)
                 except ModelUnavailableError as exc:
                     self.embed_error = str(exc)
             return self._embedder
+
+    def token_counter(self) -> tuple[Callable[[str], int], int] | None:
+        """How the embedder counts tokens, and its window, for sizing chunks (None: no model).
+
+        The shipped model's tokenizer loads alone in milliseconds while its session loads on a
+        thread, so a re-index that finds a changed note goes on walking meanwhile (issue 26);
+        any other model loads whole first.
+        """
+        with self._lock:
+            if not self._embed_tried:
+                try:
+                    spec = parse_model_setting(self.embed_setting, self.cache)
+                    counter = TokenCounter(spec.folder) if spec is not None and spec.shipped else None
+                except Exception:  # noqa: BLE001 - embedder() below says why, once
+                    counter = None
+                if counter is not None:
+                    if self._loader is None:
+                        self._loader = threading.Thread(target=self.embedder, name="embedder-load")
+                        self._loader.start()  # waits for this lock, then loads
+                    return counter.count_tokens, counter.max_tokens
+        embedder = self.embedder()
+        return (embedder.count_tokens, embedder.max_tokens) if embedder is not None else None
 
     def embed_fingerprint(self) -> str | None:
         """The fingerprint the embedder has or would have, without loading it (None: no model).
