@@ -212,3 +212,29 @@ def test_the_racy_window_follows_the_mtime_granularity():
     assert indexer._trusted_mtime(stat(0.5, whole=True)) is None  # seconds-only file system: 2 s window
     assert indexer._trusted_mtime(stat(5.0, whole=True)) is not None
     assert indexer._trusted_mtime(stat(-3600, whole=False)) is not None  # touched an hour into the future
+
+
+def test_a_hub_model_missing_from_the_cache_offline_fails_without_importing_fastembed(tmp_path):
+    """Every cold hybrid search asks for the reranker; offline and uncached, the answer must not
+    cost fastembed's import. A cache entry carrying the model's name still goes to fastembed."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import sys
+        from pathlib import Path
+        from vault_index.engine.embedding.models import Models
+        empty, named = Path(sys.argv[1]), Path(sys.argv[2])
+        models = Models("none", "Xenova/ms-marco-MiniLM-L-6-v2", empty)
+        assert models.reranker() is None and "not in the model cache" in models.rerank_error, models.rerank_error
+        embed = Models("BAAI/bge-small-en-v1.5", "none", empty, rerank=False)
+        assert embed.embedder() is None and "not in the model cache" in embed.embed_error, embed.embed_error
+        assert "fastembed" not in sys.modules
+        (named / "models--Xenova--ms-marco-MiniLM-L-6-v2").mkdir(parents=True)
+        models = Models("none", "Xenova/ms-marco-MiniLM-L-6-v2", named)
+        assert models.reranker() is None and "not in the model cache" not in models.rerank_error
+        assert "fastembed" in sys.modules  # fastembed looked, and found no model files
+    """
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "empty"), str(tmp_path / "named")],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr
