@@ -117,6 +117,23 @@ def test_prune_vectors_keeps_only_vectors_of_live_chunks(store_factory):
     store.close()
 
 
+def test_any_missing_vectors_answers_what_chunks_missing_vectors_lists(store_factory):
+    store = store_factory()
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/a.md", "# A\n\nalpha\n")
+    _put(store, sid, "/v/b.md", "# B\n\nbeta\n\n## C\n\ngamma\n")
+    hashes = {path: [h for (_, fid, h) in store.chunk_keys() if fid == file_id]
+              for file_id, path in store.db.execute("SELECT id, path FROM files")}
+    store.put_vectors("m", [(h, b"\x00" * 8) for h in hashes["/v/a.md"]])
+    store.put_vectors("m", [(hashes["/v/b.md"][0], b"\x00" * 8)])  # one of b's two chunks
+    for model, path in (("m", None), ("m", "/v/a.md"), ("m", "/v/b.md"), ("other", None), ("m", "/v/none.md")):
+        assert store.any_missing_vectors(model, path) == bool(store.chunks_missing_vectors(model, path)), (model, path)
+    assert store.any_missing_vectors("m") and not store.any_missing_vectors("m", "/v/a.md")
+    store.put_vectors("m", [(hashes["/v/b.md"][1], b"\x00" * 8)])
+    assert not store.any_missing_vectors("m")
+    store.close()
+
+
 def test_collection_filter_reads_the_frontmatter_collection(store_factory):
     store = store_factory()
     sid = store.add_source("/v")

@@ -381,7 +381,7 @@ def _embed_missing(
     if fingerprint is None:
         models.embedder()  # no model (turned off, or its setting cannot resolve): records why
         return
-    if not store.chunks_missing_vectors(fingerprint, path):
+    if not store.any_missing_vectors(fingerprint, path):
         report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
         return
     if path is None:

@@ -303,6 +303,9 @@ class LocalPaths:
     def chunks_missing_vectors(self, model: str, path: str | None = None):
         return self.inner.chunks_missing_vectors(model, None if path is None else self.roots().stored(path))
 
+    def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
+        return self.inner.any_missing_vectors(model, None if path is None else self.roots().stored(path))
+
     def chunk_rows(self, ids) -> dict:
         roots = self.roots()
         rows = self.inner.chunk_rows(ids)

@@ -45,6 +45,16 @@ class PgVectors:
             args,
         )]
 
+    def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
+        """Whether any chunk (of `path`, or any) has no vector for `model` (SqliteVectors says why)."""
+        missing = "NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = %s)"
+        if path is None:
+            row = self.db.execute(f"SELECT 1 FROM chunks c WHERE {missing} LIMIT 1", (model,))
+        else:
+            row = self.db.execute(f"SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id "
+                                  f"WHERE f.path = %s AND {missing} LIMIT 1", (path, model))
+        return row.fetchone() is not None
+
     def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         np = self._numpy()
         rows = [(h, model, np.frombuffer(blob, dtype="<f4")) for h, blob in items]
