@@ -16,19 +16,19 @@ class SqliteVectors:
         With `path`, only that file's chunks: a single-file re-index must not scan the whole
         index (bench, 100k chunks: about 1 s for the full scan).
         """
-        where, args = "e.hash IS NULL", [model]
-        if path is not None:
-            where += " AND f.path = ?"
-            args.append(path)
-        return list(
-            self.db.execute(
-                # The title as indexed (with aliases, chunks_fts), as chunk_note hashed it.
-                "SELECT c.hash, MIN(t.title), MIN(c.heading), MIN(c.text) FROM chunks c "
-                "JOIN files f ON f.id = c.file_id JOIN chunks_fts t ON t.rowid = c.id LEFT JOIN embeddings e "
-                f"ON e.hash = c.hash AND e.model = ? WHERE {where} GROUP BY c.hash",
-                args,
-            )
-        )
+        # The title as indexed (with aliases, chunks_fts), as chunk_note hashed it.
+        columns = "c.hash, MIN(t.title), MIN(c.heading), MIN(c.text)"
+        if path is None:
+            # CROSS JOIN keeps chunks the outer loop, so FTS5 is read only for chunks that miss a
+            # vector (the planner scanned chunks_fts first: 0.51 against 0.25 s at 100k chunks)
+            return list(self.db.execute(
+                f"SELECT {columns} FROM chunks c CROSS JOIN files f ON f.id = c.file_id "
+                "CROSS JOIN chunks_fts t ON t.rowid = c.id WHERE NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = ?) GROUP BY c.hash", (model,)))
+        return list(self.db.execute(
+            f"SELECT {columns} FROM chunks c JOIN files f ON f.id = c.file_id JOIN chunks_fts t ON t.rowid = c.id "
+            "LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = ? WHERE e.hash IS NULL AND f.path = ? "
+            "GROUP BY c.hash", (model, path)))
 
     def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
         """Whether any chunk (of `path`, or any) has no vector for `model`: the question every sync
