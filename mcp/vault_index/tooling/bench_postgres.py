@@ -276,7 +276,8 @@ def render(result: dict) -> str:
         if s["hybrid"].get("p95_ms"):
             p["hybrid_p95_ratio"] = f"{p['hybrid_hnsw'].get('p95_ms', 0) / s['hybrid']['p95_ms']:.2f}x"
         lines.append(f"\n{size['size']:,} chunks (load average {size['loadavg']})")
-        lines.append(f"{'':52}{'SQLite':>14}{'PostgreSQL':>26}")
+        width = max(len(label) for label, *_ in rows)
+        lines.append(f"{'':{width}} {'SQLite':>14} {'PostgreSQL':>28}")
         for label, of_sqlite, of_pg in rows:
-            lines.append(f"{label:52}{str(of_sqlite(s, p)):>14}{str(of_pg(p) if of_pg else ''):>26}")
+            lines.append(f"{label:{width}} {str(of_sqlite(s, p)):>14} {str(of_pg(p) if of_pg else ''):>28}")
     return "\n".join(lines)
