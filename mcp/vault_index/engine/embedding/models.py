@@ -36,7 +36,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from vault_index.engine.embedding.onnx_session import (  # noqa: F401 (plan_batches: re-exported)
+from vault_index.engine.embedding.onnx_session import (  # noqa: F401 (shapes, plan_batches: re-exported)
+    ADR0010_SHAPE,
+    ADR0016_SHAPE,
+    DEFAULT_SHAPE,
+    EMBED_BATCH_TEXTS,
+    EMBED_BATCH_TOKENS,
+    LEGACY_SHAPE,
+    EmbedShape,
     ShippedEmbedder,
     TokenCounter,
     open_session,
@@ -51,12 +58,7 @@ MEASURED_SETTINGS = (SHIPPED_MINILM, "auto")  # what the eval suite's baselines 
 # The shipped tokenizer.json truncates and pads to a fixed 128 tokens: chunks past 128 tokens
 # would be cut silently (cosine to the reference falls to about 0.62). MiniLM reads 256.
 SHIPPED_MINILM_MAX_TOKENS = 256
-# Padded tokens per ONNX run, and texts per run at most. Memory grows with batch x length (and
-# attention with batch x length^2) and ONNX Runtime's arena keeps the largest shape it has seen:
-# 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
-EMBED_BATCH_TOKENS = 1024
 STALE_BUILD_S = 3600  # a model staging folder this old is from a build that died (a build takes seconds)
-EMBED_BATCH_TEXTS = 64
 HUB_HOST = os.environ.get("VAULT_MODEL_HUB_HOST", "huggingface.co")
 
 
@@ -88,48 +90,6 @@ class Reranker(Protocol):
     name: str
 
     def score(self, query: str, documents: list[str]) -> list[float]: ...
-
-
-@dataclass(frozen=True)
-class EmbedShape:
-    """How texts are fed to the ONNX session (docs/adr/0010-embedding-footprint.md).
-
-    - batch: texts per run;
-    - sort_by_length: batch texts of similar token length together (padding is wasted work),
-      then put the vectors back in the caller's order;
-    - cpu_arena: ONNX Runtime's CPU memory arena (off measured worse here: the allocator then
-      fragments across threads);
-    - fold_constants: ONNX Runtime's constant folding, which dequantizes int8 weights into a
-      float copy at load (same vectors to 1e-6 either way, measured);
-    - mem_pattern: ONNX Runtime's memory pattern, which plans one block for all of a run's
-      intermediate tensors per input shape; with many run shapes (sorted runs of every length)
-      the arena kept growing by such blocks (off: 266 against 299 MB after 320 long texts, same
-      vectors);
-    - prepare_weights: load a prepared copy of an int8 model whose MatMul weights are dequantized
-      once and whose embedding tables are dequantized after the gather (engine/embedding/onnx_prep.py);
-      without it, a session with folding off dequantizes every weight on every run.
-    """
-
-    batch_tokens: int | None = EMBED_BATCH_TOKENS  # None: a fixed count of texts per run
-    batch_texts: int = EMBED_BATCH_TEXTS
-    sort_by_length: bool = True
-    cpu_arena: bool = True
-    fold_constants: bool = False
-    prepare_weights: bool = True
-    arena_same_as_requested: bool = False  # the arena grows by what a run asks, not by doubling
-    mem_pattern: bool = False  # ONNX Runtime's memory pattern planning: one block per input shape
-
-
-# What the embedder did before issue 13: fastembed's batches of 32 in the caller's order, its
-# session with constant folding (which turns the int8 weights into a second, float copy: +170 MB
-# resident for the shipped MiniLM). Kept so `vault-index bench` measures old and new in one run.
-LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True,
-                          prepare_weights=False, mem_pattern=True)
-# What ADR 0010 shipped before the weights were prepared (issue 13, second round): sorted runs
-# under the token budget, folding off, so every run dequantized all weights again.
-ADR0010_SHAPE = EmbedShape(batch_tokens=2048, prepare_weights=False, mem_pattern=True)
-# What ADR 0016 left (issue 13, second round): prepared weights, runs of 2,048 padded tokens.
-ADR0016_SHAPE = EmbedShape(batch_tokens=2048, mem_pattern=True)
 
 
 @dataclass(frozen=True)
@@ -314,7 +274,7 @@ def _quiet_fastembed() -> None:
         pass
 
 
-def open_embedder(spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()) -> Embedder:
+def open_embedder(spec: ModelSpec, cache: Path, shape: EmbedShape = DEFAULT_SHAPE) -> Embedder:
     """The shipped MiniLM on ONNX Runtime directly (onnx_session.py says why), any other model
     through fastembed."""
     if spec.weights == ":fp32":  # no int8 weights to prepare (a child would parse 90 MB to find none)
@@ -328,7 +288,7 @@ def open_embedder(spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()
 
 
 class FastEmbedEmbedder:
-    def __init__(self, spec: ModelSpec, cache: Path, shape: EmbedShape = EmbedShape()):
+    def __init__(self, spec: ModelSpec, cache: Path, shape: EmbedShape = DEFAULT_SHAPE):
         _quiet_fastembed()
         self.shape = shape
         try:
@@ -410,7 +370,7 @@ class Models:
     """Lazy holder: each model loads on first use, once; a failure is remembered, not retried."""
 
     def __init__(self, embed_setting: str, rerank_setting: str, cache: Path, rerank: bool = True,
-                 embed_shape: EmbedShape = EmbedShape()):
+                 embed_shape: EmbedShape = DEFAULT_SHAPE):
         self.embed_setting, self.rerank_setting = embed_setting, rerank_setting
         self.embed_shape = embed_shape
         self.cache, self.rerank_enabled = cache, rerank

@@ -12,7 +12,57 @@ Other models (hub names, NAME@FOLDER) still load through fastembed, which knows 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
+
+# Padded tokens per ONNX run, and texts per run at most. Memory grows with batch x length (and
+# attention with batch x length^2) and ONNX Runtime's arena keeps the largest shape it has seen:
+# 32 texts of 256 tokens peaked near 1 GB. Chosen by measurement: docs/adr/0010-embedding-footprint.md.
+EMBED_BATCH_TOKENS = 1024
+EMBED_BATCH_TEXTS = 64
+
+
+@dataclass(frozen=True)
+class EmbedShape:
+    """How texts are fed to the ONNX session (docs/adr/0010-embedding-footprint.md).
+
+    - batch: texts per run;
+    - sort_by_length: batch texts of similar token length together (padding is wasted work),
+      then put the vectors back in the caller's order;
+    - cpu_arena: ONNX Runtime's CPU memory arena (off measured worse here: the allocator then
+      fragments across threads);
+    - fold_constants: ONNX Runtime's constant folding, which dequantizes int8 weights into a
+      float copy at load (same vectors to 1e-6 either way, measured);
+    - mem_pattern: ONNX Runtime's memory pattern, which plans one block for all of a run's
+      intermediate tensors per input shape; with many run shapes (sorted runs of every length)
+      the arena kept growing by such blocks (off: 266 against 299 MB after 320 long texts, same
+      vectors);
+    - prepare_weights: load a prepared copy of an int8 model whose MatMul weights are dequantized
+      once and whose embedding tables are dequantized after the gather (engine/embedding/onnx_prep.py);
+      without it, a session with folding off dequantizes every weight on every run.
+    """
+
+    batch_tokens: int | None = EMBED_BATCH_TOKENS  # None: a fixed count of texts per run
+    batch_texts: int = EMBED_BATCH_TEXTS
+    sort_by_length: bool = True
+    cpu_arena: bool = True
+    fold_constants: bool = False
+    prepare_weights: bool = True
+    arena_same_as_requested: bool = False  # the arena grows by what a run asks, not by doubling
+    mem_pattern: bool = False  # ONNX Runtime's memory pattern planning: one block per input shape
+
+
+DEFAULT_SHAPE = EmbedShape()  # today's shape
+# What the embedder did before issue 13: fastembed's batches of 32 in the caller's order, its
+# session with constant folding (which turns the int8 weights into a second, float copy: +170 MB
+# resident for the shipped MiniLM). Kept so `vault-index bench` measures old and new in one run.
+LEGACY_SHAPE = EmbedShape(batch_tokens=None, batch_texts=32, sort_by_length=False, fold_constants=True,
+                          prepare_weights=False, mem_pattern=True)
+# What ADR 0010 shipped before the weights were prepared (issue 13, second round): sorted runs
+# under the token budget, folding off, so every run dequantized all weights again.
+ADR0010_SHAPE = EmbedShape(batch_tokens=2048, prepare_weights=False, mem_pattern=True)
+# What ADR 0016 left (issue 13, second round): prepared weights, runs of 2,048 padded tokens.
+ADR0016_SHAPE = EmbedShape(batch_tokens=2048, mem_pattern=True)
 
 
 def plan_batches(lengths: list[int], shape) -> list[list[int]]:

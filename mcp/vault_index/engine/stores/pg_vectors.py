@@ -29,6 +29,7 @@ from vault_index.engine.stores.pg_schema import (
 if TYPE_CHECKING:
     from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.pg_sql import _blob, ef_search_for
+from vault_index.engine.stores.rows import missing_vector_probe
 
 
 class PgVectors:
@@ -46,14 +47,9 @@ class PgVectors:
         )]
 
     def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
-        """Whether any chunk (of `path`, or any) has no vector for `model` (SqliteVectors says why)."""
-        missing = "NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = %s)"
-        if path is None:
-            row = self.db.execute(f"SELECT 1 FROM chunks c WHERE {missing} LIMIT 1", (model,))
-        else:
-            row = self.db.execute(f"SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id "
-                                  f"WHERE f.path = %s AND {missing} LIMIT 1", (path, model))
-        return row.fetchone() is not None
+        """Whether any chunk (of `path`, or any) has no vector for `model`: every sync asks."""
+        args = (model,) if path is None else (path, model)
+        return self.db.execute(missing_vector_probe(path is not None, "%s"), args).fetchone() is not None
 
     def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         np = self._numpy()
