@@ -178,6 +178,8 @@ def _json_setting(path: Path, key: str) -> str | None:
 
 
 def _is_template(path: Path, root: Path, templates: tuple[frozenset[str], frozenset[str]], is_dir: bool) -> bool:
+    if not (templates[0] if is_dir else templates[1]):
+        return False  # no template folder or file configured (most vaults): nothing to compare
     try:
         rel = folded_path(path.relative_to(root).as_posix())
     except ValueError:
@@ -256,26 +258,31 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
             if unreadable is not None:
                 unreadable.append(directory)
         for entry in entries:
-            path = Path(entry.path)
             if is_skipped_part(entry.name):
                 continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
-                is_file = entry.is_file(follow_symlinks=True)
+                is_file = not is_dir and entry.is_file(follow_symlinks=True)
             except OSError:
                 continue
             if is_dir:
+                path = Path(entry.path)
                 if not _ignored(path, True, specs) and not _is_template(path, root, templates, True):
                     yield from visit(path)
-            elif (is_file and path.suffix.lower() in NOTE_SUFFIXES and not _ignored(path, False, specs)
-                  and not _is_template(path, root, templates, False)):
-                # A plain file's real path is its real folder's plus its name: no realpath call
-                # (a syscall per path component; it tripled the no-change re-sync at 100k notes).
+                continue
+            if not is_file or os.path.splitext(entry.name)[1].lower() not in NOTE_SUFFIXES:
+                continue
+            path = Path(entry.path)
+            if not _ignored(path, False, specs) and not _is_template(path, root, templates, False):
+                # A plain file's real path is its real folder's (checked inside the root above) plus
+                # its name: no realpath call (a syscall per path component; it tripled the no-change
+                # re-sync at 100k notes) and no second containment check.
+                linked = entry.is_symlink()
                 try:
-                    real_file = real_path(path) if entry.is_symlink() else os.path.join(real, entry.name)
+                    real_file = real_path(path) if linked else os.path.join(real, entry.name)
                 except NotFoundError:
                     continue
-                if real_file in seen_files or not _inside(Path(real_file), root):
+                if real_file in seen_files or (linked and not _inside(Path(real_file), root)):
                     continue
                 seen_files.add(real_file)
                 yield Path(real_file)
