@@ -272,20 +272,21 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
                 continue
             if not is_file or os.path.splitext(entry.name)[1].lower() not in NOTE_SUFFIXES:
                 continue
-            path = Path(entry.path)
-            if not _ignored(path, False, specs) and not _is_template(path, root, templates, False):
-                # A plain file's real path is its real folder's (checked inside the root above) plus
-                # its name: no realpath call (a syscall per path component; it tripled the no-change
-                # re-sync at 100k notes) and no second containment check.
-                linked = entry.is_symlink()
-                try:
-                    real_file = real_path(path) if linked else os.path.join(real, entry.name)
-                except NotFoundError:
-                    continue
-                if real_file in seen_files or (linked and not _inside(Path(real_file), root)):
-                    continue
-                seen_files.add(real_file)
-                yield Path(real_file)
+            if (specs or templates[1]) and (_ignored(Path(entry.path), False, specs)
+                                            or _is_template(Path(entry.path), root, templates, False)):
+                continue
+            # A plain file's real path is its real folder's (checked inside the root above) plus its
+            # name: no realpath call (a syscall per path component; it tripled the no-change re-sync
+            # at 100k notes) and no second containment check.
+            linked = entry.is_symlink()
+            try:
+                real_file = real_path(Path(entry.path)) if linked else os.path.join(real, entry.name)
+            except NotFoundError:
+                continue
+            if real_file in seen_files or (linked and not _inside(Path(real_file), root)):
+                continue
+            seen_files.add(real_file)
+            yield Path(real_file)
         if spec is not None:
             specs.pop()
 
