@@ -238,3 +238,22 @@ def test_a_hub_model_missing_from_the_cache_offline_fails_without_importing_fast
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "empty"), str(tmp_path / "named")],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.returncode == 0, out.stderr
+
+
+def test_a_resync_reads_the_checkouts_copies_once_not_once_per_note(tmp_path, monkeypatch):
+    """Issue 26: the stat shortcut of 20,000 notes asked the copies table 20,000 times. Now one
+    query per checkout serves the unchanged notes; a changed note still reads its current record."""
+    app = App.open(make_settings(tmp_path))
+    vault = tmp_path / "vault"
+    for i in range(5):
+        note = write(vault, f"n{i}.md", f"# Note {i}\n\nbody {i}\n")
+        os.utime(note, (time.time() - 3600, time.time() - 3600))  # old: not racy, the stat is trusted
+    app.index([str(vault)])
+    asked: list[str] = []
+    real = type(app.store).copy_state
+    monkeypatch.setattr(type(app.store), "copy_state", lambda self, c, p: asked.append(p) or real(self, c, p))
+    assert app.index().unchanged == 5 and asked == []
+    (vault / "n2.md").write_text("# Note 2\n\nchanged\n", encoding="utf-8")
+    report = app.index()
+    assert report.indexed == 1 and report.unchanged == 4 and asked == [str((vault / "n2.md").resolve())]
+    app.close()

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vault_index.config import MAX_FILE_BYTES
@@ -157,7 +157,8 @@ def sync(
         real_root = Path(real_path(root))
         files = [root] if root.is_file() else list(walk_notes(root, unreadable))
         known = store.file_paths(source_id, checkout_id)  # what this checkout had at its last sync
-        here = _Checkout(source_id, checkout_id, real_root)
+        # its copies' last looks in one query: the stat shortcut below asked once per note
+        here = _Checkout(source_id, checkout_id, real_root, store.copy_states(checkout_id))
         ready: list[_Prepared] = []
         for done, path in enumerate(files, start=1):
             report.scanned += 1
@@ -208,11 +209,13 @@ class _Sizing:
 
 @dataclass(frozen=True)
 class _Checkout:
-    """Where a note being synced lives: its source, the checkout, that checkout's real root."""
+    """Where a note being synced lives: its source, the checkout, that checkout's real root, and
+    its copies' last looks as the sync began (path -> checkouts.Copy; empty: ask per note)."""
 
     source_id: int
     checkout_id: int
     root: Path
+    copies: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 def _guarded(store: Store, path: Path | str, report: SyncReport, step, *args):
@@ -310,7 +313,13 @@ def _prepare(store: Store, here: _Checkout, path: Path, report: SyncReport, sizi
     except OSError as exc:
         report.problems.append((key, f"skipped: {exc.strerror or exc}"))
         return None
-    mine = store.copy_state(here.checkout_id, key)
+    seen = here.copies.get(key)
+    if seen and not seen.gone and seen.mtime == stat.st_mtime and seen.size == stat.st_size:
+        # the file is as it was when the sync began, and that look was indexed. (A look another
+        # process recorded since, at a different stat, is found by the next sync: rare, self-healing)
+        report.unchanged += 1
+        return None
+    mine = store.copy_state(here.checkout_id, key)  # the current record decides everything else
     if mine and not mine.gone and mine.mtime == stat.st_mtime and mine.size == stat.st_size:
         report.unchanged += 1
         return None

@@ -257,6 +257,11 @@ class LocalPaths:
     def copy_state(self, checkout_id: int, path: str):
         return self.inner.copy_state(checkout_id, self.roots().stored(path))
 
+    def copy_states(self, checkout_id: int) -> dict:
+        """By path under the checkout's own root, as its walk finds them (file_paths says why)."""
+        roots = self.roots()
+        return {roots.under_checkout(p, checkout_id): c for p, c in self.inner.copy_states(checkout_id).items()}
+
     def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
         """Under the checkout's own root when one is given (its sync compares them with its walk),
         else under the root shown here."""

@@ -227,6 +227,9 @@ class PgStore(PgKeywords, PgReads, PgVectors):
     def copy_state(self, checkout_id: int, path: str) -> checkouts.Copy | None:
         return checkouts.copy_state(_Qmark(self.db), checkout_id, path)
 
+    def copy_states(self, checkout_id: int) -> dict[str, checkouts.Copy]:
+        return checkouts.copy_states(_Qmark(self.db), checkout_id)
+
     def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
         if checkout_id is not None:
             return checkouts.paths_of(_Qmark(self.db), checkout_id)

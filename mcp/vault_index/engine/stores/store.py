@@ -337,6 +337,10 @@ class Store(SqliteReads, SqliteVectors):
         """What the checkout's copy of `path` was at its last look (engine/files/checkouts.py)."""
         return checkouts.copy_state(self.db, checkout_id, path)
 
+    def copy_states(self, checkout_id: int) -> dict[str, checkouts.Copy]:
+        """Every copy the checkout recorded at its last looks, by path."""
+        return checkouts.copy_states(self.db, checkout_id)
+
     def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
         """Every note of the source; with `checkout_id`, those that checkout had at its last look."""
         if checkout_id is not None:
