@@ -243,3 +243,26 @@ def test_a_resync_of_every_source_names_no_other_projects_files(machine):
         assert app.store.problems() and not app.status()["problems"]  # B's problem is B's to see
     finally:
         app.close()
+
+
+def test_the_first_search_in_a_project_waits_for_its_notes_vectors(machine):
+    """The first tool call indexes the project's docs and embeds them on a thread. Old code let
+    the first search answer before that thread had embedded anything, with the notice "no
+    vectors ... yet; run `vault-index index`" although the server was embedding them right then."""
+    import time
+
+    from helpers import FakeEmbedder
+    from vault_index.engine.embedding.models import Models
+
+    class SlowEmbedder(FakeEmbedder):
+        def embed_documents(self, texts):
+            time.sleep(0.5)  # a real model's load and run; well under the first answer's wait
+            return super().embed_documents(texts)
+
+    app = App.open(Settings.from_env(), models=Models.fixed(SlowEmbedder()))
+    app.index()  # the personal notes' vectors; the project's docs are not in the index yet
+    server = build_server(app, memory_file=machine["tmp"] / "memory.jsonl")
+    out = anyio.run(_session, server, [("found", "search_notes", {"query": "alpha adr text", "mode": "vector"})])
+    found = out["found"]
+    assert found["vector_used"] and not [n for n in found["notices"] if n.startswith("no vectors")], found
+    assert [Path(h["path"]).name for h in found["hits"]][:1] == ["alpha-adr.md"], found["hits"]

@@ -27,6 +27,8 @@ from vault_index.surfaces.denied import denied_outcome, denied_text
 from vault_index.surfaces.tool_inputs import CallerFactory
 from vault_index.surfaces.vaults import _Vaults
 
+ADOPT_VECTORS_WAIT_S = 5.0  # the first answer in a project waits this long for its notes' vectors
+
 
 class ToolContext:
     """One server's state, shared by its tools (they run in worker threads).
@@ -61,9 +63,13 @@ class ToolContext:
     def adopt(self) -> None:
         """Index the project's docs/ and notes/ before the first answer (after the handshake, so
         start-up stays light): keywords now, their vectors on a thread, so a large docs folder
-        never holds the first answer for minutes. A failure is logged; the index as it is answers."""
+        never holds the first answer for minutes. The first answer waits up to
+        ADOPT_VECTORS_WAIT_S for them: a small folder's vectors are in it (the first search in a
+        new project said "no vectors yet, run `vault-index index`" while they were being made).
+        A failure is logged; the index as it is answers."""
         if self.adopted.is_set():
             return
+        worker = None
         with self.index_lock:
             if self.adopted.is_set():
                 return
@@ -72,10 +78,13 @@ class ToolContext:
                     self.indexer.append(self.app.reopen())
                 report = self.indexer[0].adopt_workspace(embed=False)
                 if report is not None:
-                    threading.Thread(target=self.embed_adopted, daemon=True, name="adopt-vectors").start()
+                    worker = threading.Thread(target=self.embed_adopted, daemon=True, name="adopt-vectors")
+                    worker.start()
             except Exception as exc:  # noqa: BLE001 - the index as it is still answers
                 tool_errors.log_failure("adopt_workspace", exc)
             self.adopted.set()
+        if worker is not None:
+            worker.join(ADOPT_VECTORS_WAIT_S)  # after the lock: the worker takes it
 
     def embed_adopted(self) -> None:
         with self.index_lock:
