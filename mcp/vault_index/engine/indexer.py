@@ -156,9 +156,11 @@ def sync(
         unreadable: list[Path] = []
         real_root = Path(real_path(root))
         files = [root] if root.is_file() else list(walk_notes(root, unreadable))
-        known = store.file_paths(source_id, checkout_id)  # what this checkout had at its last sync
-        # its copies' last looks in one query: the stat shortcut below asked once per note
-        here = _Checkout(source_id, checkout_id, real_root, store.copy_states(checkout_id))
+        # the checkout's copies as its last sync left them, in one query: the stat shortcut's record
+        # of each note, and what this checkout had (a note of it the walk does not find is gone)
+        copies = store.copy_states(checkout_id)
+        known = {path for path, copy in copies.items() if not copy.gone}
+        here = _Checkout(source_id, checkout_id, real_root, copies)
         ready: list[_Prepared] = []
         for done, path in enumerate(files, start=1):
             report.scanned += 1

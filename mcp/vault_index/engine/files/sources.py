@@ -272,9 +272,10 @@ def walk_notes(root: Path, unreadable: list[Path] | None = None) -> Iterator[Pat
                 continue
             if not is_file or os.path.splitext(entry.name)[1].lower() not in NOTE_SUFFIXES:
                 continue
-            if (specs or templates[1]) and (_ignored(Path(entry.path), False, specs)
-                                            or _is_template(Path(entry.path), root, templates, False)):
-                continue
+            if specs or templates[1]:  # an ignore file or a template setting: they need the path
+                path = Path(entry.path)
+                if _ignored(path, False, specs) or _is_template(path, root, templates, False):
+                    continue
             # A plain file's real path is its real folder's (checked inside the root above) plus its
             # name: no realpath call (a syscall per path component; it tripled the no-change re-sync
             # at 100k notes) and no second containment check.
