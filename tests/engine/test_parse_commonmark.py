@@ -3,6 +3,8 @@ headings, `#` inside quotes and lists, indented code, inline code spans, aliases
 
 from __future__ import annotations
 
+import pytest
+
 from vault_index.engine.parsing.parse import alias_title, parse_note
 
 SETEXT = """Garden log
@@ -55,3 +57,43 @@ def test_aliases_from_list_string_and_singular_key():
     odd = parse_note("/v/d.md", "---\naliases: {a: 1}\n---\n# Title\n")
     assert odd.aliases == () and alias_title(odd) == "Title"
     assert alias_title(parse_note("/v/e.md", "---\naliases: [k8s]\n---\n# Kubernetes\n")) == "Kubernetes (k8s)"
+
+
+# Inline parsing runs only where a tag or wikilink can come out (issue 26): the notes must parse
+# as they would with markdown-it's own inline rule on every line.
+TRICKY_INLINE = [
+    "Plain words only, *emphasis* and `code` and <b>html</b> and <https://x.example>.",
+    "An entity tag &#35;numeric and &#x23;hex and &amp;#escaped.",
+    "Only an entity makes this tag: &num;entitytag.\n\nAnd this link: &lbrack;&lbrack;Entity Link&rbrack;&rbrack;.",
+    "Brackets by entity &lbrack;&lbrack;Spelled Link&rbrack;&rbrack; and [[Real Link|alias]].",
+    "Escaped \\#nottag, code `#incode` and `[[not a link]]`, real #tag and a#b.",
+    "A [markdown](link.md) with #tag in its [text #inlink](x) and ![img #alt](y.png).",
+    "# Heading #not-inline-tag\n\nSetext #tag\n===\n\n> quoted #qtag [[Quoted]]\n\n- item #itag\n",
+    "<div>\n#htmltag [[InHtml]]\n</div>\n\n    #indented [[InCode]]\n",
+    "Line ending in a hash #\nand #next-line tag, [[Split\nLink]] and [[Whole]].",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_INLINE)
+def test_skipping_inline_parse_without_hash_bracket_or_entity_changes_nothing(text):
+    from markdown_it import MarkdownIt
+
+    from vault_index.engine.parsing import parse as parse_module
+
+    ours = parse_module.parse_note("/v/n.md", text)
+    full, parse_module._MD = parse_module._MD, MarkdownIt("commonmark")  # markdown-it's own inline rule
+    try:
+        theirs = parse_module.parse_note("/v/n.md", text)
+    finally:
+        parse_module._MD = full
+    assert (ours.tags, ours.links, ours.sections) == (theirs.tags, theirs.links, theirs.sections)
+    if "&num;" in text:
+        assert "entitytag" in ours.tags and "Entity Link" in ours.links, (ours.tags, ours.links)
+
+
+def test_a_note_without_hash_bracket_or_entity_is_not_inline_parsed():
+    from vault_index.engine.parsing.parse import _markdown
+
+    tokens = _markdown().parse("# Title\n\nwords *and* `code`\n\nmore #tag here\n")
+    inline = [t for t in tokens if t.type == "inline"]
+    assert [bool(t.children) for t in inline] == [False, False, True]

@@ -63,6 +63,38 @@ def test_replace_file_swaps_chunks_and_fts_rows(store_factory):
     store.close()
 
 
+def test_a_batch_of_replaces_a_removal_and_a_failed_step_leaves_keywords_matching_the_chunks(store_factory):
+    # SQLite writes a batch's keyword rows at its end (engine/stores/fts_stage.py): rowids deleted
+    # and reused inside it, and a step that failed after staging a row, must come out as if each
+    # step had written its rows at once
+    store = store_factory()
+    sid = store.add_source("/v")
+    _put(store, sid, "/v/a.md", "# A\n\nalpha apple\n\n## B\n\nbeta banana\n")
+    _put(store, sid, "/v/b.md", "# B\n\ngone grapefruit\n")
+    failing = parse_note("/v/f.md", "# F\n\nfailing fig\n")
+    with store.batch():
+        _put(store, sid, "/v/a.md", "# A\n\ncherry\n\n## C\n\ncitrus\n")
+        _put(store, sid, "/v/a.md", "# A\n\ndamson\n\n## D\n\ndate\n")  # replaced twice
+        store.delete_file("/v/b.md")
+        _put(store, sid, "/v/c.md", "# C\n\ncranberry\n")
+        _put(store, sid, "/v/e.md", "# E\n\nelder\n")
+        store.delete_file("/v/c.md")  # staged and dropped again, its rowid not reused
+        with pytest.raises(AttributeError):  # its first chunk is staged, the second is no chunk
+            store.replace_file(sid, "/v/f.md", (1.0, 1), "h-f", failing, [*chunk_note(failing), None])
+    for gone in ("apple", "banana", "cherry", "citrus", "grapefruit", "cranberry", "fig"):
+        assert store.keyword(f'"{gone}"', 10) == [], gone
+    [(damson, _)] = store.keyword('"damson"', 10)
+    [(elder, _)] = store.keyword('"elder"', 10)
+    rows = store.chunk_rows([damson, elder])
+    assert (rows[damson].path, rows[damson].text, rows[elder].path) == ("/v/a.md", "damson", "/v/e.md")
+    assert store.counts() == {"sources": 1, "files": 2, "chunks": 3} and _fts_rows(store) == 3
+    if store.kind == "sqlite":
+        store.db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        assert store.db.execute("SELECT COUNT(*) FROM chunks c JOIN chunks_fts t ON t.rowid = c.id "
+                                "WHERE t.body = c.text").fetchone()[0] == 3
+    store.close()
+
+
 def test_path_prefix_filter_is_literal_and_stops_at_folder_boundaries(store_factory):
     store = store_factory()
     sid = store.add_source("/v")

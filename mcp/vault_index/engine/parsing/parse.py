@@ -234,7 +234,23 @@ def _markdown():
 
         # Only what structure needs: headings, code, paragraphs. No HTML rendering, no linkify.
         _MD = MarkdownIt("commonmark")
+        _MD.core.ruler.at("inline", _inline_where_tags_or_links_can_be)
     return _MD
+
+
+def _inline_where_tags_or_links_can_be(state) -> None:
+    """markdown-it's inline rule, run only on text that can hold a tag or a wikilink.
+
+    The inline texts serve _INLINE_TAG and _WIKILINK alone, and both need a `#` or a `[`,
+    which only those characters or an entity (`&num;`) can produce; other text keeps no
+    children. Why: inline parsing was a third of parsing a note (issue 26)."""
+    for token in state.tokens:
+        if token.type == "inline":
+            if token.children is None:
+                token.children = []
+            content = token.content
+            if "#" in content or "[" in content or "&" in content:
+                state.md.inline.parse(content, state.md, state.env, token.children)
 
 
 _MD = None

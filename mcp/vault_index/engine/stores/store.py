@@ -22,6 +22,7 @@ from vault_index.engine.files import checkouts, private
 from vault_index.engine.parsing import link_index
 from vault_index.engine.parsing.parse import alias_title
 from vault_index.engine.stores import recovery
+from vault_index.engine.stores.fts_stage import FtsStage
 from vault_index.engine.stores.rows import BUSY_TIMEOUT_S, LINK_QUERIES, FileState, _finite, _like_prefix
 from vault_index.engine.stores.sqlite_reads import SqliteReads
 from vault_index.engine.stores.sqlite_schema import MIGRATIONS, _is_busy, _open
@@ -36,10 +37,12 @@ from vault_index.errors import (
 
 
 class _Batch:
-    """Store.batch's state: whether its transaction has begun (at its first write)."""
+    """Store.batch's state: whether its transaction has begun (at its first write), and its
+    keyword rows, written at its end (engine/stores/fts_stage.py)."""
 
     def __init__(self):
         self.open = False
+        self.fts = FtsStage()
 
 
 class Store(SqliteReads, SqliteVectors):
@@ -128,6 +131,7 @@ class Store(SqliteReads, SqliteVectors):
         self.db = self._rebuild(damage)
         if self._batch is not None:
             self._batch.open = False  # its transaction went with the damaged file
+            self._batch.fts = FtsStage()
         self._chunk_count = None  # a new file: its generation says nothing about the old count
 
     def recovery_notice(self) -> str | None:
@@ -198,7 +202,8 @@ class Store(SqliteReads, SqliteVectors):
         many small notes spent more on commits than on inserting their text (issue 26).
         Outcome: each transaction inside is a savepoint (a failure still undoes that one
         transaction, whole); the write lock is taken at the first and held to the end, so the
-        caller keeps a batch short (the indexer writes notes it has already parsed).
+        caller keeps a batch short (the indexer writes notes it has already parsed). Keyword
+        rows go into FTS5 just before the commit (a savepoint would flush them as a segment).
         """
         if self._batch is not None or self.read_only:
             yield
@@ -210,6 +215,7 @@ class Store(SqliteReads, SqliteVectors):
             self._batch = None
             if batch.open:
                 try:
+                    batch.fts.write(self.db)
                     self.db.commit()  # every savepoint inside was released or rolled back: whole ones only
                 except sqlite3.Error:
                     self.db.rollback()
@@ -221,9 +227,11 @@ class Store(SqliteReads, SqliteVectors):
             self.db.execute("BEGIN IMMEDIATE")
             batch.open = True
         self.db.execute("SAVEPOINT step")
+        mark = batch.fts.mark()
         try:
             yield self.db
         except BaseException:
+            batch.fts.undo(mark)
             self.db.execute("ROLLBACK TO step")
             self.db.execute("RELEASE step")
             raise
@@ -372,6 +380,7 @@ class Store(SqliteReads, SqliteVectors):
                  status, frontmatter, time.time()),
             )
             file_id = cursor.lastrowid
+            title = alias_title(note)
             for chunk in chunks:
                 cid = db.execute(
                     "INSERT INTO chunks(file_id, ordinal, heading, line_start, line_end, text, hash) "
@@ -379,10 +388,7 @@ class Store(SqliteReads, SqliteVectors):
                     (file_id, chunk.ordinal, chunk.heading, chunk.line_start, chunk.line_end,
                      chunk.text, chunk.hash),
                 ).lastrowid
-                db.execute(
-                    "INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?,?,?,?)",
-                    (cid, alias_title(note), chunk.heading, chunk.text),
-                )
+                self._fts_insert(db, (cid, title, chunk.heading, chunk.text))
             self.bump_generation(db)
         return True
 
@@ -423,9 +429,18 @@ class Store(SqliteReads, SqliteVectors):
         row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         if not row:
             return
-        db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", row)
+        if self._batch is not None:
+            self._batch.fts.delete(rowid for (rowid,) in db.execute("SELECT id FROM chunks WHERE file_id = ?", row))
+        else:
+            db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", row)
         db.execute("DELETE FROM chunks WHERE file_id = ?", row)
         db.execute("DELETE FROM files WHERE id = ?", row)
+
+    def _fts_insert(self, db: sqlite3.Connection, row: tuple) -> None:
+        if self._batch is not None:
+            self._batch.fts.insert(row)  # written at the batch's end (engine/stores/fts_stage.py)
+        else:
+            db.execute("INSERT INTO chunks_fts(rowid, title, heading, body) VALUES (?,?,?,?)", row)
 
     def record_problem(self, path: str, message: str | None) -> None:
         with self.transaction() as db:
