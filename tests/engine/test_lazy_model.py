@@ -81,18 +81,25 @@ def test_an_edit_loads_the_model_once_and_embeds_only_its_changed_chunk(setup):
     app.close()
 
 
-def test_a_moved_note_is_rechunked_but_embeds_nothing(setup):
+def test_a_moved_note_is_rechunked_but_embeds_nothing(setup, monkeypatch):
     """A moved note (new path, same text) is chunked again with the model's tokenizer (so its
-    chunks cut as before), and every chunk finds its vector by hash."""
+    chunks cut as before), and every chunk finds its vector by hash: the sync neither waits for
+    the embedding lock (another run may be embedding for hours) nor embeds."""
+    from vault_index.engine import indexer
+
     _, vault, fresh_app = setup
     app = fresh_app()
     app.index([str(vault)])
     app.close()
     (vault / "bike.md").rename(vault / "cycling.md")
+    turns = []
+    real_turn = indexer._embedding_turn
+    monkeypatch.setattr(indexer, "_embedding_turn", lambda *args: turns.append(args) or real_turn(*args))
 
     app = fresh_app()
     report = app.index()
     assert report.indexed == 1 and report.removed == 1 and report.chunks_embedded == 0
+    assert turns == [] and report.vector_used
     assert app.store.chunks_missing_vectors(first_fingerprint(app)) == []
     app.close()
 
@@ -147,6 +154,44 @@ def test_the_shipped_model_loads_on_a_thread_while_the_sync_walks_on(tmp_path, m
     app = App.open(settings, models=Models("shipped:minilm", "none", settings.model_cache, rerank=False))
     report = app.index([str(vault)])
     assert loads == ["embedder-load"] and report.chunks_embedded == app.store.counts()["chunks"] > 0
+    app.close()
+
+
+def test_the_sync_lists_what_to_embed_while_the_model_still_loads(tmp_path, monkeypatch):
+    """The fingerprint of a model loading on a thread is known without waiting for the load, so
+    the sync's listing of chunks to embed overlaps the load. Here the load is held until the
+    listing has begun: a sync whose fingerprint waited for the model would never list."""
+    import threading
+
+    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
+    from vault_index.engine.stores.store import Store
+
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
+    spec = ModelSpec("shipped", folder, shipped=True)
+    monkeypatch.setattr(models_module, "parse_model_setting", lambda setting, cache: spec)
+    listing, loads = threading.Event(), []
+
+    def held_load(spec, cache, shape=None):
+        loads.append(listing.wait(10))
+        return FakeEmbedder(fingerprint=models_module._fingerprint(spec))
+
+    monkeypatch.setattr(models_module, "open_embedder", held_load)
+    real_list = Store.chunks_missing_vectors
+
+    def chunks_missing_vectors(self, *args, **kwargs):
+        listing.set()
+        return real_list(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "chunks_missing_vectors", chunks_missing_vectors)
+    vault = tmp_path / "vault"
+    write(vault, "bike.md", BIKE)
+    settings = replace(make_settings(tmp_path), embed_model="shipped:minilm")
+    app = App.open(settings, models=Models("shipped:minilm", "none", settings.model_cache, rerank=False))
+    report = app.index([str(vault)])
+    assert loads == [True], "the model's load finished before the sync listed what to embed"
+    assert report.chunks_embedded == app.store.counts()["chunks"] > 0
     app.close()
 
 

@@ -48,23 +48,26 @@ def _embedding_turn(store: Store, progress: Progress | None):
     Trigger: two `vault-index index` runs at once (setup and a person, two terminals).
     Why: both listed the same chunks as missing and both embedded everything (minutes each).
     Outcome: the second waits, says so through `progress("wait", 0, 0)`, then lists what is
-    still missing (usually nothing). A folder where no lock can be made embeds unlocked.
+    still missing (usually nothing). A folder where no lock can be made embeds unlocked. Yields
+    whether it waited (what was listed before may be embedded by now).
     """
     from filelock import Timeout
 
     lock = store.embedding_lock()
+    waited = False
     try:
         try:
             lock.acquire(timeout=0)
         except Timeout:
+            waited = True
             if progress:
                 progress("wait", 0, 0)
             lock.acquire(timeout=EMBED_LOCK_WAIT_S)
     except OSError:
-        yield
+        yield waited
         return
     try:
-        yield
+        yield waited
     finally:
         lock.release()
 
@@ -183,7 +186,7 @@ def sync(
                 report.removed += 1
 
     if embed:
-        _embed_missing(store, models, report, progress)
+        _embed_missing(store, models, report, progress, written=report.indexed > 0)
     if report.vector_used and (report.indexed or report.removed):
         store.prune_vectors()  # only a changed or removed note can leave a vector no chunk uses
     if report.indexed or report.removed or report.chunks_embedded:
@@ -381,30 +384,36 @@ def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = Fa
 
 
 def _embed_missing(
-    store: Store, models: Models, report: SyncReport, progress: Progress | None, path: str | None = None
+    store: Store, models: Models, report: SyncReport, progress: Progress | None, path: str | None = None,
+    written: bool = False,
 ) -> None:
     """Embed the chunks (of `path`, or all) that lack a vector under the model's fingerprint.
 
     The fingerprint is known without loading the model (Models.embed_fingerprint): when no chunk
-    lacks a vector the model is never loaded, and the report still says vectors are used.
+    lacks a vector the model is never loaded, and the report still says vectors are used. After
+    notes were `written`, the listing itself answers (the probe would scan the index twice).
     """
     fingerprint = models.embed_fingerprint()
     if fingerprint is None:
         models.embedder()  # no model (turned off, or its setting cannot resolve): records why
         return
-    if not store.any_missing_vectors(fingerprint, path):
+    if not written and not store.any_missing_vectors(fingerprint, path):
         report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
         return
-    if path is None:
-        with _embedding_turn(store, progress):
-            _embed_pending(store, models, fingerprint, report, progress, None)
-    else:
+    if path is not None:
         _embed_pending(store, models, fingerprint, report, progress, path)
+        return
+    listed = store.chunks_missing_vectors(fingerprint) if written else None
+    if listed == []:
+        report.vector_used = True  # the written notes' chunks all have vectors: no lock, no model
+        return
+    with _embedding_turn(store, progress) as waited:
+        _embed_pending(store, models, fingerprint, report, progress, None, None if waited else listed)
 
 
 def _embed_pending(store: Store, models: Models, fingerprint: str, report: SyncReport,
-                   progress: Progress | None, path: str | None) -> None:
-    pending = store.chunks_missing_vectors(fingerprint, path)
+                   progress: Progress | None, path: str | None, listed: list | None = None) -> None:
+    pending = store.chunks_missing_vectors(fingerprint, path) if listed is None else listed
     if pending:
         embedder = models.embedder()
         if embedder is None:

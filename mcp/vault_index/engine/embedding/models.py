@@ -413,6 +413,8 @@ class Models:
                     counter = None
                 if counter is not None:
                     if self._loader is None:
+                        if self._fingerprint is None:
+                            self._fingerprint = _fingerprint(spec)  # embed_fingerprint need not wait for the load
                         self._loader = threading.Thread(target=self.embedder, name="embedder-load")
                         self._loader.start()  # waits for this lock, then loads
                     return counter.count_tokens, counter.max_tokens
@@ -424,8 +426,13 @@ class Models:
 
         The indexer compares it with the vectors the store holds, so a sync that finds nothing
         to embed never starts the embedding runtime (issue 26). A setting that cannot even be
-        resolved (a missing folder or package) is remembered as the embedder's error.
+        resolved (a missing folder or package) is remembered as the embedder's error. While the
+        model loads on a thread (token_counter), the fingerprint it will have, without waiting:
+        the sync lists the chunks to embed meanwhile.
         """
+        loader, known = self._loader, self._fingerprint
+        if known and loader is not None and loader.is_alive():
+            return known
         with self._lock:
             if self._embed_tried:
                 return self._embedder.fingerprint if self._embedder is not None else None

