@@ -302,3 +302,98 @@ def test_a_resync_reads_the_checkouts_copies_once_not_once_per_note(tmp_path, mo
     report = app.index()
     assert report.indexed == 1 and report.unchanged == 4 and asked == [str((vault / "n2.md").resolve())]
     app.close()
+
+
+# --- a model that fails to load on its thread (found in review) ------------------------------
+
+def _shipped_that_fails(tmp_path, monkeypatch, load_s: float = 0.6):
+    """The shipped model's setting, a real tokenizer, and a session load that fails after
+    `load_s`; each note's preparation takes 0.2 s, so the load is under way when the walk ends."""
+    from vault_index.engine import indexer
+    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
+    from vault_index.errors import ModelUnavailableError
+
+    folder = tmp_path / "shipped"
+    folder.mkdir(exist_ok=True)
+    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
+    spec = ModelSpec("shipped", folder, shipped=True)
+    monkeypatch.setattr(models_module, "parse_model_setting", lambda setting, cache: spec)
+
+    def failing_load(spec, cache, shape=None):
+        time.sleep(load_s)
+        raise ModelUnavailableError("the shipped embedding model could not load (test)")
+
+    monkeypatch.setattr(models_module, "open_embedder", failing_load)
+    real_prepare = indexer._prepare
+    monkeypatch.setattr(indexer, "_prepare", lambda *args: (real_prepare(*args), time.sleep(0.2))[0])
+    settings = replace(make_settings(tmp_path), embed_model="shipped:minilm")
+    return settings, lambda: App.open(settings, models=Models("shipped:minilm", "none", settings.model_cache,
+                                                                rerank=False))
+
+
+def test_a_sync_whose_model_fails_neither_waits_for_another_runs_embedding_nor_claims_vectors(
+        tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    settings, fresh_app = _shipped_that_fails(tmp_path, monkeypatch)
+    vault = tmp_path / "vault"
+    write(vault, "bike.md", BIKE)
+    write(vault, "garden.md", GARDEN)
+    app = fresh_app()
+    lock = str(app.store.embedding_lock().lock_file)
+    holder = subprocess.Popen(  # another run, embedding for a long time
+        [sys.executable, "-c", f"from filelock import FileLock; held = FileLock({lock!r}); held.acquire(); "
+         "print('held', flush=True); import time; time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        phases: list[str] = []
+        started = time.monotonic()
+        report = app.index([str(vault)], progress=lambda phase, done, total: phases.append(phase))
+        assert "wait" not in phases and time.monotonic() - started < 10
+        assert report.indexed == 2 and not report.vector_used and "could not load" in app.models.embed_error
+    finally:
+        holder.kill()
+        holder.wait()
+        app.close()
+
+
+def test_a_moved_note_with_a_model_that_fails_is_not_reported_as_embedded(tmp_path, monkeypatch):
+    settings, fresh_app = _shipped_that_fails(tmp_path, monkeypatch)
+    vault = tmp_path / "vault"
+    write(vault, "bike.md", BIKE)
+    working = lambda spec, cache, shape=None: FakeEmbedder(fingerprint=models_module._fingerprint(spec))  # noqa: E731
+    with monkeypatch.context() as first_run:
+        first_run.setattr(models_module, "open_embedder", working)
+        app = fresh_app()
+        assert app.index([str(vault)]).chunks_embedded > 0
+        app.close()
+    (vault / "bike.md").rename(vault / "cycling.md")  # every chunk has its vector; the model now fails
+    app = fresh_app()
+    report = app.index()
+    assert report.indexed == 1 and not report.vector_used  # the CLI says "no vectors (...)"
+    assert app.store.get_meta("embed_model") == ""
+    app.close()
+
+
+def test_an_edit_is_keyword_indexed_when_the_models_files_cannot_be_read(tmp_path, monkeypatch):
+    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
+
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
+    (folder / "model.onnx").symlink_to(tmp_path / "gone.onnx")  # a dangling link: the fingerprint cannot stat it
+    spec = ModelSpec("shipped", folder, shipped=True)
+    monkeypatch.setattr(models_module, "parse_model_setting",
+                        lambda setting, cache: None if setting == "none" else spec)
+    settings = replace(make_settings(tmp_path), embed_model="shipped:minilm")
+    vault = tmp_path / "vault"
+    write(vault, "bike.md", BIKE)
+    app = App.open(settings, models=Models("none", "none", settings.model_cache, rerank=False))
+    app.index([str(vault)])
+    app.close()
+    write(vault, "bike.md", BIKE + "\nsprocket\n")
+    app = App.open(settings, models=Models("shipped:minilm", "none", settings.model_cache, rerank=False))
+    report = app.reindex_file(str(vault / "bike.md"))
+    assert report.indexed == 1 and app.store.keyword('"sprocket"', 5) and not report.vector_used
+    app.close()

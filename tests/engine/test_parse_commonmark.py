@@ -4,7 +4,6 @@ headings, `#` inside quotes and lists, indented code, inline code spans, aliases
 from __future__ import annotations
 
 import pytest
-
 from vault_index.engine.parsing.parse import alias_title, parse_note
 
 SETEXT = """Garden log
@@ -77,7 +76,6 @@ TRICKY_INLINE = [
 @pytest.mark.parametrize("text", TRICKY_INLINE)
 def test_skipping_inline_parse_without_hash_bracket_or_entity_changes_nothing(text):
     from markdown_it import MarkdownIt
-
     from vault_index.engine.parsing import parse as parse_module
 
     ours = parse_module.parse_note("/v/n.md", text)

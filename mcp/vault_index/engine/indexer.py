@@ -391,21 +391,27 @@ def _embed_missing(
 
     The fingerprint is known without loading the model (Models.embed_fingerprint): when no chunk
     lacks a vector the model is never loaded, and the report still says vectors are used. After
-    notes were `written`, the listing itself answers (the probe would scan the index twice).
+    a sync `written` notes, the listing itself answers (a probe first would scan the index twice),
+    made while the model still loads on its thread.
     """
-    fingerprint = models.embed_fingerprint()
+    early = models.embed_fingerprint(wait=False) if written else None
+    listed = store.chunks_missing_vectors(early) if early else None
+    fingerprint = models.embed_fingerprint()  # after a load in progress: None when it failed
     if fingerprint is None:
         models.embedder()  # no model (turned off, or its setting cannot resolve): records why
         return
-    if not written and not store.any_missing_vectors(fingerprint, path):
-        report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
-        return
     if path is not None:
-        _embed_pending(store, models, fingerprint, report, progress, path)
+        if store.any_missing_vectors(fingerprint, path):
+            _embed_pending(store, models, fingerprint, report, progress, path)
+        else:
+            report.vector_used = True
         return
-    listed = store.chunks_missing_vectors(fingerprint) if written else None
+    if written and (listed is None or fingerprint != early):
+        listed = store.chunks_missing_vectors(fingerprint)
+    elif not written and not store.any_missing_vectors(fingerprint):
+        listed = []
     if listed == []:
-        report.vector_used = True  # the written notes' chunks all have vectors: no lock, no model
+        report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
         return
     with _embedding_turn(store, progress) as waited:
         _embed_pending(store, models, fingerprint, report, progress, None, None if waited else listed)

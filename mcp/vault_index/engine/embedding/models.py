@@ -413,26 +413,28 @@ class Models:
                     counter = None
                 if counter is not None:
                     if self._loader is None:
-                        if self._fingerprint is None:
-                            self._fingerprint = _fingerprint(spec)  # embed_fingerprint need not wait for the load
+                        with contextlib.suppress(OSError):  # unreadable files: the load says why
+                            self._fingerprint = self._fingerprint or _fingerprint(spec)  # for wait=False
                         self._loader = threading.Thread(target=self.embedder, name="embedder-load")
                         self._loader.start()  # waits for this lock, then loads
                     return counter.count_tokens, counter.max_tokens
         embedder = self.embedder()
         return (embedder.count_tokens, embedder.max_tokens) if embedder is not None else None
 
-    def embed_fingerprint(self) -> str | None:
+    def embed_fingerprint(self, wait: bool = True) -> str | None:
         """The fingerprint the embedder has or would have, without loading it (None: no model).
 
         The indexer compares it with the vectors the store holds, so a sync that finds nothing
         to embed never starts the embedding runtime (issue 26). A setting that cannot even be
-        resolved (a missing folder or package) is remembered as the embedder's error. While the
-        model loads on a thread (token_counter), the fingerprint it will have, without waiting:
-        the sync lists the chunks to embed meanwhile.
+        resolved (a missing folder or package) is remembered as the embedder's error. A load on
+        a thread (token_counter) is waited for: it may fail. With `wait=False`, the fingerprint
+        that load will have if it succeeds, at once (the sync lists what to embed meanwhile).
         """
         loader, known = self._loader, self._fingerprint
-        if known and loader is not None and loader.is_alive():
-            return known
+        if loader is not None and loader is not threading.current_thread() and loader.is_alive():
+            if not wait and known:
+                return known
+            loader.join()
         with self._lock:
             if self._embed_tried:
                 return self._embedder.fingerprint if self._embedder is not None else None
