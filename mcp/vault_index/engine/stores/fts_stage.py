@@ -2,8 +2,9 @@
 
 Why: FTS5 writes its pending terms out as a new segment at every savepoint, and a batch makes one
 savepoint per note transaction; a sync of 10,000 chunks wrote 2,000 tiny segments and merged
-them again, 2.4x the cost of the inserts themselves (issue 26, ADR 0031). Staged, the batch's
-rows go in as one pending set that FTS5 flushes once, at commit.
+them again, 2.4x the cost of the inserts themselves (issue 26, ADR 0029). Staged, the batch's
+rows go in as one pending set that FTS5 flushes once, at commit. Until then chunks_fts lags the
+chunks table on the batch's own connection: nothing inside a batch may search it.
 """
 
 from __future__ import annotations

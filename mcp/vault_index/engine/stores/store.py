@@ -215,15 +215,19 @@ class Store(SqliteReads, SqliteVectors):
             self._batch = None
             if batch.open:
                 try:
-                    batch.fts.write(self.db)
+                    if self.db.in_transaction:  # else SQLite rolled it back whole, its staged rows with it
+                        batch.fts.write(self.db)
                     self.db.commit()  # every savepoint inside was released or rolled back: whole ones only
-                except sqlite3.Error:
+                except BaseException:
                     self.db.rollback()
                     raise
 
     @contextmanager
     def _savepoint(self, batch: _Batch) -> Iterator[sqlite3.Connection]:
-        if not batch.open:
+        if not batch.open or not self.db.in_transaction:
+            # the batch's first write, or SQLite rolled its transaction back whole (disk full, I/O
+            # error): the rows staged for it are gone with it, and a savepoint alone would commit
+            batch.fts = FtsStage()
             self.db.execute("BEGIN IMMEDIATE")
             batch.open = True
         self.db.execute("SAVEPOINT step")
