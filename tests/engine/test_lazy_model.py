@@ -115,19 +115,27 @@ def test_a_model_that_cannot_load_leaves_no_model_recorded(tmp_path):
     app.close()
 
 
+def _shipped_folder(tmp_path, monkeypatch):
+    """A shipped-model folder with the real tokenizer.json and no weights; the model setting
+    resolves to it ("none" still turns the model off)."""
+    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
+
+    folder = tmp_path / "shipped"
+    folder.mkdir(exist_ok=True)
+    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
+    spec = ModelSpec("shipped", folder, shipped=True)
+    monkeypatch.setattr(models_module, "parse_model_setting",
+                        lambda setting, cache: None if setting == "none" else spec)
+    return folder
+
+
 def test_the_shipped_model_loads_on_a_thread_while_the_sync_walks_on(tmp_path, monkeypatch):
     """The shipped model's tokenizer sizes the chunks at once; its session loads meanwhile on a
     thread, and the embedding waits for it. Here the load is held until the walk has gone past a
     second changed note: a sync that loaded before going on would never get there."""
     import threading
 
-    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
-
-    folder = tmp_path / "shipped"
-    folder.mkdir()
-    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
-    spec = ModelSpec("shipped", folder, shipped=True)
-    monkeypatch.setattr(models_module, "parse_model_setting", lambda setting, cache: spec)
+    _shipped_folder(tmp_path, monkeypatch)
     walked_on, loads, seen = threading.Event(), [], []
 
     def held_load(spec, cache, shape=None):
@@ -163,14 +171,9 @@ def test_the_sync_lists_what_to_embed_while_the_model_still_loads(tmp_path, monk
     listing has begun: a sync whose fingerprint waited for the model would never list."""
     import threading
 
-    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
     from vault_index.engine.stores.store import Store
 
-    folder = tmp_path / "shipped"
-    folder.mkdir()
-    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
-    spec = ModelSpec("shipped", folder, shipped=True)
-    monkeypatch.setattr(models_module, "parse_model_setting", lambda setting, cache: spec)
+    _shipped_folder(tmp_path, monkeypatch)
     listing, loads = threading.Event(), []
 
     def held_load(spec, cache, shape=None):
@@ -310,14 +313,9 @@ def _shipped_that_fails(tmp_path, monkeypatch, load_s: float = 0.6):
     """The shipped model's setting, a real tokenizer, and a session load that fails after
     `load_s`; each note's preparation takes 0.2 s, so the load is under way when the walk ends."""
     from vault_index.engine import indexer
-    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
     from vault_index.errors import ModelUnavailableError
 
-    folder = tmp_path / "shipped"
-    folder.mkdir(exist_ok=True)
-    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
-    spec = ModelSpec("shipped", folder, shipped=True)
-    monkeypatch.setattr(models_module, "parse_model_setting", lambda setting, cache: spec)
+    _shipped_folder(tmp_path, monkeypatch)
 
     def failing_load(spec, cache, shape=None):
         time.sleep(load_s)
@@ -377,15 +375,8 @@ def test_a_moved_note_with_a_model_that_fails_is_not_reported_as_embedded(tmp_pa
 
 
 def test_an_edit_is_keyword_indexed_when_the_models_files_cannot_be_read(tmp_path, monkeypatch):
-    from vault_index.engine.embedding.models import SHIPPED_TOKENIZER, ModelSpec
-
-    folder = tmp_path / "shipped"
-    folder.mkdir()
-    (folder / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
+    folder = _shipped_folder(tmp_path, monkeypatch)
     (folder / "model.onnx").symlink_to(tmp_path / "gone.onnx")  # a dangling link: the fingerprint cannot stat it
-    spec = ModelSpec("shipped", folder, shipped=True)
-    monkeypatch.setattr(models_module, "parse_model_setting",
-                        lambda setting, cache: None if setting == "none" else spec)
     settings = replace(make_settings(tmp_path), embed_model="shipped:minilm")
     vault = tmp_path / "vault"
     write(vault, "bike.md", BIKE)
