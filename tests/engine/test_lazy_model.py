@@ -388,3 +388,21 @@ def test_an_edit_is_keyword_indexed_when_the_models_files_cannot_be_read(tmp_pat
     report = app.reindex_file(str(vault / "bike.md"))
     assert report.indexed == 1 and app.store.keyword('"sprocket"', 5) and not report.vector_used
     app.close()
+
+
+def test_an_edit_drops_the_vector_of_the_chunk_it_replaced(setup):
+    _, vault, fresh_app = setup
+    app = fresh_app()
+    app.index([str(vault)])
+    fingerprint = first_fingerprint(app)
+    before = set(app.store.vectors_by_hash(fingerprint))
+    app.close()
+    write(vault, "bike.md", BIKE.replace("chain", "belt drive"))
+
+    app = fresh_app()
+    report = app.index()
+    after = set(app.store.vectors_by_hash(fingerprint))
+    live = {h for (_, _, h) in app.store.chunk_keys()}
+    assert report.indexed == 1 and report.chunks_embedded >= 1
+    assert after == live and before - after, "the replaced chunk's vector is still there"
+    app.close()

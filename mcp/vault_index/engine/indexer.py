@@ -185,10 +185,12 @@ def sync(
                 store.record_problem(gone, None)
                 report.removed += 1
 
+    if report.indexed or report.removed:
+        # only a changed or removed note can leave a vector no chunk uses; dropped before the
+        # embedding, while the model may still be loading on its thread (SQLite frees the GIL)
+        store.prune_vectors()
     if embed:
         _embed_missing(store, models, report, progress, written=report.indexed > 0)
-    if report.vector_used and (report.indexed or report.removed):
-        store.prune_vectors()  # only a changed or removed note can leave a vector no chunk uses
     if report.indexed or report.removed or report.chunks_embedded:
         store.checkpoint()
     report.seconds = time.perf_counter() - started
