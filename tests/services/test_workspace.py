@@ -128,6 +128,8 @@ def test_upgrade_brings_an_old_project_index_in_under_its_project_and_says_so(en
     """Before ADR 0020 a project had its own file; upgrade re-registers its sources in that project's
     workspace (a migration, not a reset), gives an init vault's sources the vault's, and runs once."""
     from vault_index import config
+    from vault_index.engine import indexer
+    from vault_index.engine.embedding.models import Models
     from vault_index.engine.stores.store import Store
     from vault_index.services.upgrade import upgrade
 
@@ -136,8 +138,9 @@ def test_upgrade_brings_an_old_project_index_in_under_its_project_and_says_so(en
     old_db = config.project_home(a) / "vault-index.db"
     old_db.parent.mkdir(parents=True)
     old = Store(old_db)
-    old.add_source(str(a / "docs"))
-    old.put_vectors("fake-model", [("h1", b"\x00" * 8)])
+    indexer.sync(old, Models.fixed(None), [str(a / "docs")], embed=False)
+    [(_, _, kept)] = old.chunk_keys()  # a vector of a live chunk (one of no chunk is pruned by a sync)
+    old.put_vectors("fake-model", [(kept, b"\x00" * 8)])
     old.close()
     vault = project(env / "vault")
     (vault / ".vault-index").mkdir()
@@ -150,7 +153,7 @@ def test_upgrade_brings_an_old_project_index_in_under_its_project_and_says_so(en
         assert any("moved 1 sources" in line and str(a) in line for line in said), said
         assert any(str(vault) in line and "only in its vault" in line for line in said), said
         assert app.store.source_scopes() == {str(a / "docs"): str(a), str(vault): str(vault)}
-        assert set(app.store.vectors_by_hash("fake-model", ["h1"])) == {"h1"}  # kept, not re-embedded
+        assert set(app.store.vectors_by_hash("fake-model", [kept])) == {kept}  # kept, not re-embedded
         assert app.search("capybara", "keyword", 10).hits == ()  # personal: neither is visible
         assert upgrade(app) == []
     assert old_db.exists()  # the old file is left for the person to delete
