@@ -320,14 +320,11 @@ def _prepare(store: Store, here: _Checkout, path: Path, report: SyncReport, sizi
     except OSError as exc:
         report.problems.append((key, f"skipped: {exc.strerror or exc}"))
         return None
-    seen = here.copies.get(key)
-    if seen and not seen.gone and seen.mtime == stat.st_mtime and seen.size == stat.st_size:
-        # the file is as it was when the sync began, and that look was indexed. (A look another
-        # process recorded since, at a different stat, is found by the next sync: rare, self-healing)
-        report.unchanged += 1
-        return None
-    mine = store.copy_state(here.checkout_id, key)  # the current record decides everything else
-    if mine and not mine.gone and mine.mtime == stat.st_mtime and mine.size == stat.st_size:
+    # as it was when the sync began, and that look was indexed (a look another process recorded
+    # since, at a different stat, is found by the next sync: rare, self-healing)
+    unchanged = _same_look(here.copies.get(key), stat)
+    mine = None if unchanged else store.copy_state(here.checkout_id, key)  # the current record decides
+    if unchanged or _same_look(mine, stat):
         report.unchanged += 1
         return None
     text, raw, problem, read_stat = _read_note(here.root, path)
@@ -349,6 +346,11 @@ def _prepare(store: Store, here: _Checkout, path: Path, report: SyncReport, sizi
     # Aliases join the title in the embedded context (and in the chunk hash: an alias edit re-embeds).
     chunks, cut = capped(chunk_note(replace(note, title=alias_title(note)), count, max_tokens))
     return _Prepared(here, key, stat, digest, text, note, chunks, cut, time.perf_counter())
+
+
+def _same_look(copy, stat: os.stat_result) -> bool:
+    """The recorded copy is this file as it is now: its stat says so (checkouts.Copy or None)."""
+    return bool(copy) and not copy.gone and copy.mtime == stat.st_mtime and copy.size == stat.st_size
 
 
 def _write(store: Store, p: _Prepared, report: SyncReport) -> None:

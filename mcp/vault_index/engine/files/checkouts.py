@@ -144,11 +144,6 @@ def copy_states(db, checkout_id: int) -> dict[str, Copy]:
     return {path: Copy(mtime, size, digest, bool(gone)) for path, mtime, size, digest, gone in rows}
 
 
-def paths_of(db, checkout_id: int) -> set[str]:
-    """The notes the checkout had at its last look (what its sync may find gone)."""
-    return {p for (p,) in db.execute("SELECT path FROM copies WHERE checkout_id = ? AND gone = 0", (checkout_id,))}
-
-
 def under(path: str, root: str) -> bool:
     """`path` is `root` or lies below it (plain strings; engine/files/local_paths.py uses it too)."""
     return path == root or path.startswith(root.rstrip("/") + "/")

@@ -10,7 +10,7 @@ at its edge only:
 - in: a path under any checkout's root becomes the same relative path under the canonical root;
 - out: a path under the canonical root is shown under this machine's checkout when the canonical
   root is not a folder here (when it is, it is shown as stored);
-- `file_paths(source, checkout)`: under that checkout's own root, for its sync.
+- `copy_states(checkout)`: under that checkout's own root, for its sync.
 Nothing else in the code base rewrites paths (docs/adr/0019-team-vault-checkouts.md). A source
 with one checkout, or whose canonical root exists here, is shown exactly as stored.
 """
@@ -258,18 +258,14 @@ class LocalPaths:
         return self.inner.copy_state(checkout_id, self.roots().stored(path))
 
     def copy_states(self, checkout_id: int) -> dict:
-        """By path under the checkout's own root, as its walk finds them (file_paths says why)."""
+        """By path under the checkout's own root, as its walk finds them (what it had, and how)."""
         roots = self.roots()
         return {roots.under_checkout(p, checkout_id): c for p, c in self.inner.copy_states(checkout_id).items()}
 
-    def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
-        """Under the checkout's own root when one is given (its sync compares them with its walk),
-        else under the root shown here."""
+    def file_paths(self, source_id: int) -> set[str]:
+        """Under the root shown here."""
         roots = self.roots()
-        paths = self.inner.file_paths(source_id, checkout_id)
-        if checkout_id is not None:
-            return {roots.under_checkout(p, checkout_id) for p in paths}
-        return {roots.local(p) for p in paths}
+        return {roots.local(p) for p in self.inner.file_paths(source_id)}
 
     def record_copy(self, checkout_id: int, path: str, mtime: float, size: int, digest: str) -> None:
         self.inner.record_copy(checkout_id, self.roots().stored(path), mtime, size, digest)

@@ -230,9 +230,7 @@ class PgStore(PgKeywords, PgReads, PgVectors):
     def copy_states(self, checkout_id: int) -> dict[str, checkouts.Copy]:
         return checkouts.copy_states(_Qmark(self.db), checkout_id)
 
-    def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
-        if checkout_id is not None:
-            return checkouts.paths_of(_Qmark(self.db), checkout_id)
+    def file_paths(self, source_id: int) -> set[str]:
         return {p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = %s", (source_id,))}
 
     def record_copy(self, checkout_id: int, path: str, mtime: float, size: int, digest: str) -> None:

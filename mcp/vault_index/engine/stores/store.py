@@ -353,10 +353,8 @@ class Store(SqliteReads, SqliteVectors):
         """Every copy the checkout recorded at its last looks, by path."""
         return checkouts.copy_states(self.db, checkout_id)
 
-    def file_paths(self, source_id: int, checkout_id: int | None = None) -> set[str]:
-        """Every note of the source; with `checkout_id`, those that checkout had at its last look."""
-        if checkout_id is not None:
-            return checkouts.paths_of(self.db, checkout_id)
+    def file_paths(self, source_id: int) -> set[str]:
+        """Every note of the source."""
         return {p for (p,) in self.db.execute("SELECT path FROM files WHERE source_id = ?", (source_id,))}
 
     def record_copy(self, checkout_id: int, path: str, mtime: float, size: int, digest: str) -> None:
