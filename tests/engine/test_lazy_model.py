@@ -149,7 +149,7 @@ def test_the_shipped_model_loads_on_a_thread_while_the_sync_walks_on(tmp_path, m
     real_prepare = indexer._prepare
 
     def prepare(store, here, path, report, sizing):
-        seen.append(path.name)
+        seen.append(os.path.basename(path))
         if len(seen) == 2:
             walked_on.set()  # the second note's turn came while the model was still loading
         return real_prepare(store, here, path, report, sizing)

@@ -98,15 +98,15 @@ def test_a_folder_swapped_for_a_link_after_the_path_check_is_not_served(setup, o
 def test_the_sync_reads_what_it_opened_not_a_link_swapped_in_after_the_walk(setup, open_app, monkeypatch,
                                                                             tmp_path, marker):
     vault, outside = setup
-    walk = indexer.walk_notes
+    walk = indexer.walk_note_paths
 
     def walk_then_swap(root, unreadable=None):
         found = list(walk(root, unreadable))
-        victim = next(p for p in found if p.name == "z-last.md")
+        victim = Path(next(p for p in found if p.endswith("z-last.md")))
         os.replace(_link_beside(victim, outside), victim)
         return iter(found)
 
-    monkeypatch.setattr(indexer, "walk_notes", walk_then_swap)
+    monkeypatch.setattr(indexer, "walk_note_paths", walk_then_swap)
     app = open_app(None)
     report = app.index([str(vault)])
     assert any("symbolic link" in message for path, message in report.problems if path.endswith("z-last.md"))

@@ -26,7 +26,7 @@ from vault_index.engine.files.sources import (
     looks_binary,
     real_path,
     source_of,
-    walk_notes,
+    walk_note_paths,
 )
 from vault_index.engine.parsing.chunk import approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.parsing.parse import alias_title, parse_note
@@ -158,7 +158,7 @@ def sync(
             continue
         unreadable: list[Path] = []
         real_root = Path(real_path(root))
-        files = [root] if root.is_file() else list(walk_notes(root, unreadable))
+        files = [str(root)] if root.is_file() else list(walk_note_paths(root, unreadable))
         # the checkout's copies as its last sync left them, in one query: the stat shortcut's record
         # of each note, and what this checkout had (a note of it the walk does not find is gone)
         copies = store.copy_states(checkout_id)
@@ -178,7 +178,7 @@ def sync(
         for folder in unreadable:
             report.problems.append((str(folder), "cannot list this folder; its notes stay as last indexed"))
         kept = tuple(str(folder) + os.sep for folder in unreadable)
-        for gone in known - {str(p) for p in files}:
+        for gone in known - set(files):
             if kept and gone.startswith(kept):
                 continue  # not seen because unreadable, not because deleted
             if store.remove_copy(checkout_id, gone):  # only the version this checkout had (ADR 0019)
@@ -305,7 +305,8 @@ def _flush(store: Store, ready: list[_Prepared], report: SyncReport) -> None:
     ready.clear()
 
 
-def _prepare(store: Store, here: _Checkout, path: Path, report: SyncReport, sizing: _Sizing) -> _Prepared | None:
+def _prepare(store: Store, here: _Checkout, path: Path | str, report: SyncReport,
+             sizing: _Sizing) -> _Prepared | None:
     """Read, parse and chunk one note when it needs writing; None when it does not.
 
     The rules of engine/files/checkouts.py: an unchanged copy does nothing; a changed one replaces the
@@ -327,7 +328,7 @@ def _prepare(store: Store, here: _Checkout, path: Path, report: SyncReport, sizi
     if unchanged or _same_look(mine, stat):
         report.unchanged += 1
         return None
-    text, raw, problem, read_stat = _read_note(here.root, path)
+    text, raw, problem, read_stat = _read_note(here.root, Path(path))
     if problem:
         report.problems.append((key, problem))
         store.record_problem(key, problem)
