@@ -259,8 +259,11 @@ class LocalPaths:
 
     def copy_states(self, checkout_id: int) -> dict:
         """By path under the checkout's own root, as its walk finds them (what it had, and how)."""
-        roots = self.roots()
-        return {roots.under_checkout(p, checkout_id): c for p, c in self.inner.copy_states(checkout_id).items()}
+        roots, states = self.roots(), self.inner.copy_states(checkout_id)
+        source_id = roots.checkout_source.get(checkout_id)
+        if source_id is None or roots.canonical[source_id] == roots.checkout_root[checkout_id]:
+            return states  # the checkout is where the index says the source is: no path moves
+        return {roots.under_checkout(p, checkout_id): c for p, c in states.items()}
 
     def file_paths(self, source_id: int) -> set[str]:
         """Under the root shown here."""
