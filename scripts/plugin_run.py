@@ -274,6 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     # project Claude Code names for hooks, or the folder a server is started in.
     os.environ.setdefault("VAULT_PROJECT", os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
     os.environ.setdefault("CLAUDE_PLUGIN_ROOT", str(root))
+    if name == "serve":
+        # `python -m` puts the working folder first on sys.path: started in a project, the server
+        # imported the project's yaml.py or vault_index/ (a hostile audit: a plain `git clone` was
+        # enough). The workspace travels as VAULT_PROJECT; the server starts in the plugin's root.
+        root, data = root.absolute(), data.absolute()
+        os.environ["VAULT_PROJECT"] = os.path.abspath(os.environ["VAULT_PROJECT"])
+        os.chdir(root)
 
     override = os.environ.get("VAULT_INDEX_PYTHON")
     if name == "serve" and (override or (sys.version_info >= MIN_PYTHON and is_ready(root, data))):

@@ -82,7 +82,23 @@ def test_an_unknown_name_is_refused_without_blocking(root, tmp_path):
         assert run.returncode == 1 and "unknown command" in run.stderr  # 1, not 2: 2 would block the user
 
 
+# A project's own module that `python -m` would import from the working folder: it leaves a mark,
+# then hands over to the real package so that the server still answers (a hostile audit's probe).
+SHADOW_YAML = """import os, sys
+open({marker!r}, "a").write("ran\\n")
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+del sys.modules["yaml"]
+import yaml as real
+sys.modules[__name__] = real
+"""
+
+
 def test_serve_runs_the_package_and_answers_mcp(tmp_path):
+    # started as Claude Code starts it: in the project, whose files are whatever its clone brought
+    project, marker = tmp_path / "project", tmp_path / "shadow-ran.txt"
+    project.mkdir()
+    (project / "yaml.py").write_text(SHADOW_YAML.format(marker=str(marker)))
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
@@ -93,10 +109,10 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
     ]
     proc = subprocess.Popen(
         [sys.executable, str(PLUGIN_RUN), "serve", "--memory-file", str(tmp_path / "m.jsonl")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=project,
         env={**{k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "CLAUDE_"))},
              "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(tmp_path / "data"),
-             "HOME": str(tmp_path / "home"),
+             "HOME": str(tmp_path / "home"), "CLAUDE_PROJECT_DIR": str(project),
              "VAULT_INDEX_PYTHON": sys.executable, "VAULT_EMBED_MODEL": "none", "VAULT_RERANK": "0"})
     try:
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
@@ -108,6 +124,7 @@ def test_serve_runs_the_package_and_answers_mcp(tmp_path):
     names = {t["name"] for t in replies[1]["result"]["tools"]}
     assert {"search_notes", "recall"} <= names
     assert replies[2]["id"] == 3 and "result" in replies[2], replies[2]
+    assert not marker.exists(), "the server imported the project's yaml.py (old code: it did)"
     # the person's own index, which the terminal shares (ADR 0020); nothing of it in the data folder
     assert (tmp_path / "home" / ".mcp-memory" / "vault-index.db").exists()
     assert not (tmp_path / "data" / "vault-index.db").exists()

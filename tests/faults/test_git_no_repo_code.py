@@ -1,6 +1,10 @@
 """Issue 22 (Low): a write commits with the repository's own code switched off: no hook (in
 .git/hooks or a tracked core.hooksPath folder, on `git add` or `git commit`) and no core.fsmonitor
-command runs. On the old code every one of them ran on an agent's note_write."""
+command runs. On the old code every one of them ran on an agent's note_write.
+
+A second audit (stop 34): a vault received as an archive or on a shared drive brings its
+.git/config. Its clean filter ran on every write, and `recent` (vault_review) ran git with none of
+the options: its fsmonitor and its post-index-change hook ran on a command that only reads."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from vault_index.services.curation.recent import recent_activity
 from vault_index.services.vault.vault import Vault
 from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
@@ -64,8 +69,7 @@ def test_no_hook_and_no_fsmonitor_runs_on_a_write(repo, where):
 
 
 def test_a_clone_brings_filter_names_but_never_their_commands(repo, tmp_path):
-    """Filters stay on (an LFS note must be stored as its pointer), which is safe because a clone
-    carries `.gitattributes` (the filter's name) but never `.git/config` (its command)."""
+    """A clone carries `.gitattributes` (a filter's name) but never `.git/config` (its command)."""
     origin, marker = repo
     script(tmp_path / "evil-clean.sh", marker, "clean-filter")
     git(origin, "config", "filter.evil.clean", str(tmp_path / "evil-clean.sh"))
@@ -81,3 +85,69 @@ def test_a_clone_brings_filter_names_but_never_their_commands(repo, tmp_path):
         WriteRequest("create", "notes/a.md", body="# A\n", frontmatter={"title": "A"}))
     assert outcome.status == "written" and outcome.commit
     assert not marker.exists()
+
+
+def filter_script(tmp_path: Path, marker: Path) -> Path:
+    """A clean filter that says it ran and passes the content through."""
+    path = tmp_path / "filter.sh"
+    path.write_text(f"#!/bin/sh\necho filter >> '{marker}'\ncat\n")
+    path.chmod(0o755)
+    return path
+
+
+def write_a_note(root: Path):
+    caller = Caller("Agent <a@example.org>", "owner", "claude-code")
+    request = WriteRequest("create", "notes/a.md", body="# A\n", frontmatter={"title": "A"})
+    return WriteService(Vault.open(root)).write(caller, request)
+
+
+@pytest.mark.parametrize("where", ["config", "included-file", "required-process"])
+def test_a_received_repositorys_own_filters_never_run_on_a_write(repo, tmp_path, where):
+    root, marker = repo
+    command = str(filter_script(tmp_path, marker))
+    if where == "config":
+        git(root, "config", "filter.evil.clean", command)
+    elif where == "included-file":  # the command in a file inside the vault, which its config includes
+        (root / ".vault-index" / "extra.gitconfig").write_text(f'[filter "evil"]\n\tclean = {command}\n')
+        git(root, "config", "include.path", "../.vault-index/extra.gitconfig")
+    else:
+        git(root, "config", "filter.evil.process", command)
+        git(root, "config", "filter.evil.required", "true")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("* filter=evil\n")  # travels in .git, like the config
+    marker.unlink(missing_ok=True)
+    outcome = write_a_note(root)
+    assert outcome.status == "written" and outcome.commit, outcome
+    assert not marker.exists()  # old code: the filter ran (or, required, failed the commit)
+    assert "# A" in git(root, "show", "HEAD:notes/a.md")
+
+
+def test_the_persons_own_global_filters_still_run(repo, tmp_path, monkeypatch):
+    """git-lfs lives in the person's global config: an LFS note must still be stored as its pointer."""
+    root, marker = repo
+    person = tmp_path / "person.gitconfig"
+    person.write_text(f'[filter "mine"]\n\tclean = {filter_script(tmp_path, marker)}\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(person))
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("*.md filter=mine\n")
+    outcome = write_a_note(root)
+    assert outcome.status == "written" and outcome.commit
+    assert marker.exists()
+
+
+def test_recent_activity_runs_no_code_of_the_repository_and_leaves_its_index_alone(repo):
+    root, marker = repo
+    (root / "notes" / "a.md").write_text("# A\n")
+    git(root, "add", "notes/a.md")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
+    (root / "notes" / "b.md").write_text("# B, not committed yet\n")
+    for name in HOOKS:
+        script(root / ".git" / "hooks" / name, marker, name)
+    script(root / ".git" / "fsmonitor.sh", marker, "fsmonitor")
+    git(root, "config", "core.fsmonitor", str(root / ".git" / "fsmonitor.sh"))
+    index = (root / ".git" / "index").stat().st_mtime_ns
+    marker.unlink(missing_ok=True)
+    found = recent_activity(root, lambda path: True, days=7)
+    assert {e["path"] for e in found} >= {"notes/a.md", "notes/b.md"}, found
+    assert not marker.exists(), marker.read_text()  # old code: fsmonitor and post-index-change ran
+    assert (root / ".git" / "index").stat().st_mtime_ns == index  # a read leaves the index alone

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from vault_index.engine.parsing import links as links_rules
 from vault_index.services.vault import frontmatter as frontmatter_rules
-from vault_index.services.vault.safe_git import SAFE_OPTIONS
+from vault_index.services.vault.safe_git import git_argv
 from vault_index.services.vault.walk import MAX_NOTES, SKIPPED_DIRS, TENSIONS_FILE, note_paths  # noqa: F401 - curation.X
 
 DEFAULT_AGING_FRACTION = 0.75   # aging from 3/4 of ttl_days on (config: decay.aging_after_fraction)
@@ -297,8 +297,8 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
     """
     try:
         proc = subprocess.run(
-            ["git", *SAFE_OPTIONS, "-C", str(root), "log", f"-n{limit * 5}", "--no-renames", "--relative",
-             "--name-only", "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."],
+            git_argv(root, "log", f"-n{limit * 5}", "--no-renames", "--relative",
+                     "--name-only", "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", "."),
             capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):

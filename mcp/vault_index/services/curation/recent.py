@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from vault_index.services.vault.safe_git import git_argv
 from vault_index.services.writes import provenance
 
 DEFAULT_DAYS = 7
@@ -50,7 +51,7 @@ def recent_activity(root: Path, can_read: Callable[[str], bool], *, days: int | 
 
 def _git(root: Path, *args: str) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+        done = subprocess.run(git_argv(root, *args), capture_output=True, text=True,
                               timeout=GIT_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return ""

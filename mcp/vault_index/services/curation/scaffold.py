@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from vault_index.errors import UsageError, VaultIndexError
-from vault_index.services.vault.safe_git import SAFE_OPTIONS
+from vault_index.services.vault.safe_git import git_argv
 
 COLLECTIONS = ("research", "decisions", "drafts")
 GIT_TIMEOUT_S = 30
@@ -124,7 +124,7 @@ def _create(path: Path, text: str) -> None:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *SAFE_OPTIONS, "-C", str(root), *args], capture_output=True, text=True,
+    return subprocess.run(git_argv(root, *args), capture_output=True, text=True,
                           timeout=GIT_TIMEOUT_S, check=False)
 
 

@@ -9,14 +9,43 @@ Why, option by option, for the commands we run (add, commit, rev-parse, log with
 - commit.gpgsign=false and log.showSignature=false: gpg.program (any command) is never run;
 - diff.external and textconv: `log` here never diffs contents, so no diff driver runs;
 - core.sshCommand, credential helpers, proxies: only fetch and push use them; we never do.
-- filters (clean/smudge/process): `.gitattributes` is tracked and comes with a clone, but it only
-  names a filter; the command is `filter.<name>.*` in config, which a clone never brings (only
-  this machine's own config defines it, e.g. git-lfs). Turning filters off would store an LFS
-  note's raw text instead of its pointer, so they stay: what they run is the person's own setup.
-Outcome: `git *SAFE_OPTIONS -C root ...` in services/writes/provenance.py.
+- filters (clean/smudge/process): `.gitattributes` is tracked and names a filter; the command is
+  `filter.<name>.*` in config. A clone never brings config, but a vault received as an archive, on
+  a shared drive or a USB stick brings its `.git/config` (a hostile audit ran a clean filter on
+  every write that way). Filters the repository's own config defines (local or worktree scope,
+  and what it includes) are turned off for our calls; the person's global ones (git-lfs) stay.
+- --no-optional-locks: `git status` does not rewrite the index of a command that only reads.
+Outcome: every git call of the package is `git_argv(root, ...)`.
 """
 
 from __future__ import annotations
 
-SAFE_OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
-                "-c", "log.showSignature=false")
+import subprocess
+from pathlib import Path
+
+SAFE_OPTIONS = ("--no-optional-locks", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+                "-c", "commit.gpgsign=false", "-c", "log.showSignature=false")
+FILTER_KEYS = r"^filter\..*\.(clean|smudge|process|required)$"
+REPOSITORY_SCOPES = ("local", "worktree")  # config that travels with a copied repository
+
+
+def git_argv(root: Path | str, *args: str) -> list[str]:
+    """The argv of `git args` in `root` with SAFE_OPTIONS and the repository's own filters off."""
+    return ["git", *SAFE_OPTIONS, *repository_filters_off(root), "-C", str(root), *args]
+
+
+def repository_filters_off(root: Path | str) -> list[str]:
+    """`-c` options that turn off each filter defined in `root`'s own config. Listing config runs
+    nothing; an empty command is no filter, and required=false keeps git from failing for it."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "config", "--show-scope", "--get-regexp", FILTER_KEYS],
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    options: list[str] = []
+    for line in done.stdout.splitlines():
+        scope, _, rest = line.partition("\t")
+        key = rest.split(" ", 1)[0]
+        if scope in REPOSITORY_SCOPES and key:
+            options += ["-c", f"{key}=false" if key.endswith(".required") else f"{key}="]
+    return options

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from vault_index.engine.files.fileio import STATE_DIR
 from vault_index.errors import VaultIndexError
-from vault_index.services.vault.safe_git import SAFE_OPTIONS  # the repository's hooks and fsmonitor never run
+from vault_index.services.vault.safe_git import git_argv  # the repository's hooks, fsmonitor and filters never run
 
 TRAILERS = ("Vault-Agent", "Vault-Role", "Vault-Request-Id", "Vault-Operation")
 GIT_TIMEOUT_S = 30.0
@@ -87,7 +87,7 @@ def commit(root: Path, rel: str, *, identity: str, agent: str | None, role: str 
 
 def _git(root: Path, env: dict, *args: str, stdin: str | None = None) -> str:
     try:
-        done = subprocess.run(["git", *SAFE_OPTIONS, "-C", str(root), *args], input=stdin, capture_output=True,
+        done = subprocess.run(git_argv(root, *args), input=stdin, capture_output=True,
                               text=True, env=env, timeout=GIT_TIMEOUT_S, check=False)
     except FileNotFoundError as exc:
         raise ProvenanceError("git is not installed; install it or set git.commit: false") from exc

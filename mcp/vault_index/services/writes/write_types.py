@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from vault_index.errors import UsageError
+from vault_index.services.vault.safe_git import git_argv
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,8 +130,8 @@ def local_identity(root: Path | None = None) -> str:
     values = []
     for key in ("user.name", "user.email"):
         try:
-            done = subprocess.run(["git", *(["-C", str(root)] if root else []), "config", key], capture_output=True,
-                                  text=True, timeout=5, check=False)
+            argv = git_argv(root, "config", key) if root else ["git", "config", key]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=5, check=False)
             values.append(done.stdout.strip())
         except (OSError, subprocess.SubprocessError):
             values.append("")
