@@ -83,6 +83,22 @@ def test_a_project_sees_personal_notes_and_its_own_docs_never_another_projects(e
         assert {h.path for h in app.search("zebrafish", "keyword", 10).hits} == {str(personal)}
 
 
+@pytest.mark.parametrize("folder", ["docs", "notes"])
+def test_a_write_that_makes_the_projects_folder_is_found_by_the_next_search(env, monkeypatch, folder):
+    """The first lesson of a new project makes docs/lessons.md: that folder did not exist when the
+    session adopted the project's folders, and the lesson was found only in the next session."""
+    proj = project(env / "fresh")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(proj))
+    with _open() as app:
+        assert app.adopt_workspace() is None  # nothing to adopt yet
+        written = note(proj / folder, "lessons.md", "pin the wombat version in CI")
+        assert app.reindex_file(str(written)) is not None  # old code: None, outside every source
+        assert [h.path for h in app.search("wombat version", "keyword", 5).hits] == [str(written)]
+        assert str(proj / folder) in {s["path"] for s in app.sources()}
+        elsewhere = note(proj / "src", "readme.md", "wombat build notes")
+        assert app.reindex_file(str(elsewhere)) is None  # only the project's own folders join
+
+
 def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch):
     personal = note(env / "home" / "notes", "n.md", "quokka personal")
     vault = project(env / "vault")

@@ -179,9 +179,15 @@ class App:
         return self.workspace.scope_for(path, by_agent=by_agent)
 
     def reindex_file(self, path: str) -> SyncReport | None:
+        """Re-index one written or edited file. A project's docs/ or notes/ that did not exist
+        when the session adopted its folders (the first lesson makes docs/) is registered now:
+        the note is found by the next search, not only in the next session."""
         from vault_index.engine import indexer
 
-        return indexer.reindex_file(self.store, self.models, path)
+        report = indexer.reindex_file(self.store, self.models, path)
+        if report is None and any(Path(path).is_relative_to(f) for f in self.workspace.own_folders()):
+            return self.adopt_workspace()
+        return report
 
     def source_target(self, path: str) -> str:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
