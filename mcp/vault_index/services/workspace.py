@@ -12,7 +12,7 @@ project's or vault's folder. This module only decides; the App applies it on eve
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,6 +29,7 @@ PERSONAL, PROJECT, VAULT = "personal", "project", "vault"
 class Workspace:
     kind: str  # PERSONAL, PROJECT or VAULT
     root: Path | None = None  # the project's or vault's folder; None for personal
+    tool_checkout: Path | None = field(default=None, compare=False)  # personal because it is vault-index's clone
 
     @property
     def key(self) -> str:
@@ -67,6 +68,9 @@ class Workspace:
             return f"the vault {self.root} (its notes only)"
         if self.kind == PROJECT:
             return f"the project {self.root} (its docs/ and notes/, plus your personal notes)"
+        if self.tool_checkout is not None:
+            return (f"your personal notes ({self.tool_checkout} is vault-index's own checkout, never a project: "
+                    "its example vault stays out)")
         return "your personal notes (no project here)"
 
 
@@ -90,7 +94,7 @@ def find(known: set[str] | frozenset[str] = frozenset(), start: str | Path | Non
         if os.path.isfile(os.path.join(folder, *VAULT_MARKER)):
             return Workspace(VAULT, folder)
         if locations.is_tool_checkout(str(folder)):
-            return Workspace(PERSONAL)  # a clone of vault-index: its content is the tool's
+            return Workspace(PERSONAL, tool_checkout=folder)  # a clone of vault-index: its content is the tool's
         if str(folder) in known or any(os.path.lexists(folder / m) for m in PROJECT_MARKERS):
             return Workspace(PROJECT, folder)
     if explicit and begin != home and begin != Path(begin.anchor):
