@@ -64,10 +64,20 @@ def exchange_supported() -> bool:
     return _RENAMEAT2 is not None
 
 
-def _rename2(dir_fd: int, src: str, dst: str, flags: int) -> None:
-    if _RENAMEAT2(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), flags) != 0:
+def _rename2(dir_fd: int, src: str, dst: str, flags: int, dst_dir_fd: int | None = None) -> None:
+    target_fd = dir_fd if dst_dir_fd is None else dst_dir_fd
+    if _RENAMEAT2(dir_fd, os.fsencode(src), target_fd, os.fsencode(dst), flags) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), dst)
+
+
+def rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> bool:
+    """Rename src to dst (folder descriptors) unless dst exists (FileExistsError); False where
+    renameat2 is missing. Raises OSError(EINVAL) where the file system lacks the flag."""
+    if _RENAMEAT2 is None:
+        return False
+    _rename2(src_fd, src, dst, _RENAME_NOREPLACE, dst_fd)
+    return True
 
 
 def replace_unchanged(dir_fd: int, name: str, data: bytes, mode: int | None, expected: bytes | None) -> Changed | None:
@@ -131,13 +141,31 @@ def _replace_exchanged(dir_fd: int, temp: str, name: str, data: bytes, expected:
     except FileNotFoundError:  # the person removed (or is renaming over) the note
         return Changed(_current(dir_fd, name))
     # `temp` now names the file that was at `name`: the person's, if they saved meanwhile
-    if _settled_bytes(dir_fd, temp) == expected:
+    try:
+        settled = _settled_bytes(dir_fd, temp)
+    except BaseException:
+        _swap_back_or_keep(dir_fd, temp, name)  # the caller removes `temp`: it must not hold their file
+        raise
+    if settled == expected:
         return None
     _rename2(dir_fd, temp, name, _RENAME_EXCHANGE)  # theirs back at the name
-    back = _settled_bytes(dir_fd, temp)
-    if back != data:  # yet another save landed at the name meanwhile: the newest goes back there
+    try:
+        back = _settled_bytes(dir_fd, temp)
+    except OSError:
+        back = None  # `temp` is ours again, unreadable: the file at the name is theirs
+    if back is not None and back != data:  # yet another save landed at the name meanwhile: the newest goes back
         _rename2(dir_fd, temp, name, _RENAME_EXCHANGE)
     return Changed(_current(dir_fd, name))
+
+
+def _swap_back_or_keep(dir_fd: int, temp: str, name: str) -> None:
+    """After a failure past the exchange (their file unreadable to us, swapped for a link): their file
+    goes back to the note's name; if even that fails, it stays beside the note under a kept name."""
+    try:
+        _rename2(dir_fd, temp, name, _RENAME_EXCHANGE)
+    except OSError:
+        with suppress(OSError):
+            os.rename(temp, f"{name}.kept-{secrets.token_hex(4)}", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def _settled_bytes(dir_fd: int, temp: str) -> bytes:

@@ -148,17 +148,23 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     rewritten = {}
     if moved_text.encode("utf-8") != old_data[0]:  # its own relative links (and a vault's collection field)
         try:
-            _replace(folders, target.rel, moved_text.encode("utf-8"), old_data[1])
-            rewritten = {target.rel: rewrites[target.rel].links} if target.rel in rewrites else {}
+            if _replace(folders, target.rel, moved_text.encode("utf-8"), old_data):
+                rewritten = {target.rel: rewrites[target.rel].links} if target.rel in rewrites else {}
+            else:
+                notices.append("moved, but its own links were not rewritten: it changed during the move (that "
+                               "edit is kept); fix them by hand")
         except OSError as exc:
             notices.append(f"moved, but its own links were not rewritten ({exc.strerror or exc})")
     for rel in linkers:
         if rel not in rewrites:
             continue
         try:
-            _replace(folders, rel, rewrites[rel].text.encode("utf-8"), current[rel][1])
-            changed.append(rel)
-            rewritten[rel] = rewrites[rel].links
+            if _replace(folders, rel, rewrites[rel].text.encode("utf-8"), current[rel]):
+                changed.append(rel)
+                rewritten[rel] = rewrites[rel].links
+            else:
+                notices.append(f"links in {rel} not rewritten: it changed during the move (that edit is kept); "
+                               "fix them by hand")
         except OSError as exc:
             notices.append(f"moved, but the links in {rel} were not rewritten ({exc.strerror or exc})")
     return _finish(service, caller, request, source, target, changed, rewritten, notices, lock)
@@ -197,11 +203,18 @@ def _scan(root: Path) -> dict[str, str]:
 
     texts = {}
     for rel in note_paths(root):
-        try:
-            with open(root / rel, "rb") as handle:
-                data = handle.read(MAX_SCANNED_BYTES + 1)
+        try:  # O_NONBLOCK and a regular-file check: a FIFO named like a note hung every move
+            fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            data = os.read(fd, MAX_SCANNED_BYTES + 1)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         if len(data) <= MAX_SCANNED_BYTES:
             texts[rel] = data.decode("utf-8", errors="replace")
     return texts
@@ -307,6 +320,11 @@ def _rename(folders: dict, source: Target, target: Target, case_only: bool) -> N
     case-insensitive file system, or a file system without hard links, uses rename."""
     src_fd, src_name = folders[source.rel]
     dst_fd, dst_name = folders[target.rel]
+    if not case_only and _rename_noreplace(src_fd, src_name, dst_fd, dst_name):
+        for fd in {src_fd, dst_fd}:
+            with suppress(OSError):
+                os.fsync(fd)
+        return
     if not case_only:
         try:
             os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
@@ -316,7 +334,12 @@ def _rename(folders: dict, source: Target, target: Target, case_only: bool) -> N
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
                 raise
         else:
-            os.unlink(src_name, dir_fd=src_fd)
+            try:
+                os.unlink(src_name, dir_fd=src_fd)
+            except OSError:  # a second name would stay and refuse every later write: take it back
+                with suppress(OSError):
+                    os.unlink(dst_name, dir_fd=dst_fd)
+                raise
             with suppress(OSError):
                 os.fsync(src_fd)
             return
@@ -325,9 +348,28 @@ def _rename(folders: dict, source: Target, target: Target, case_only: bool) -> N
         os.fsync(dst_fd)
 
 
-def _replace(folders: dict, rel: str, data: bytes, info: os.stat_result | None) -> None:
+def _rename_noreplace(src_fd: int, src_name: str, dst_fd: int, dst_name: str) -> bool:
+    """One atomic rename that never replaces a file at the new name (Linux renameat2); False where
+    the flag is unknown, so the caller links then unlinks. A link then an unlink could remove a
+    person's save that an editor renamed over the old name in between (a hostile audit did)."""
+    from vault_index.engine.files.guarded_replace import rename_noreplace
+
+    try:
+        return rename_noreplace(src_fd, src_name, dst_fd, dst_name)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            return False
+        raise
+
+
+def _replace(folders: dict, rel: str, data: bytes, read: tuple[bytes, os.stat_result]) -> bool:
+    """Put `data` at `rel` if it still holds the bytes read under the lock (a person's editor takes no
+    lock: guarded_replace); False, the person's file left alone, when it changed."""
+    from vault_index.engine.files.guarded_replace import replace_unchanged
+
     fd, name = folders[rel]
-    fileio.atomic_replace(fd, name, data, stat.S_IMODE(info.st_mode) if info else None)
+    expected, info = read
+    return replace_unchanged(fd, name, data, stat.S_IMODE(info.st_mode), expected) is None
 
 
 def _with_collection(service: WriteService, text: str, target: Target) -> str:
