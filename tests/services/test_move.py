@@ -10,6 +10,7 @@ from vault_index.engine.files import doc_locks, fileio
 from vault_index.services.curation.scaffold import scaffold
 from vault_index.services.graph import linkgraph
 from vault_index.services.vault.vault import Vault
+from vault_index.services.writes.edit_ops import EditRequest
 from vault_index.services.writes.move import MoveRequest
 from vault_index.services.writes.write import Caller, WriteService
 
@@ -150,6 +151,20 @@ def test_a_retried_move_is_answered_once(folder):
     again = service.move(caller, request)
     assert first.status == again.status == "written" and "already answered" in again.message
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_request_id_reused_for_another_move_or_edit_is_a_conflict_and_changes_nothing(folder):
+    """A hostile audit: the second move and the second prepend said "written", exit 0, and did nothing."""
+    root, names, service, caller, _ = folder
+    plans = f"{names['plans']}/roadmap.md"
+    assert service.move(caller, MoveRequest(f"{names['from']}/pricing.md", f"{names['to']}/p.md",
+                                            request_id="r-1")).status == "written"
+    before = snapshot(root)
+    other = service.move(caller, MoveRequest(plans, f"{names['to']}/r.md", request_id="r-1"))
+    assert other.status == "conflict" and snapshot(root) == before
+    assert service.edit(caller, EditRequest("prepend", plans, text="FIRST", request_id="e-1")).status == "written"
+    assert service.edit(caller, EditRequest("prepend", plans, text="SECOND", request_id="e-1")).status == "conflict"
+    assert "SECOND" not in (root / plans).read_text()
 
 
 def test_a_move_of_a_missing_note_or_out_of_the_folder_is_refused(folder):

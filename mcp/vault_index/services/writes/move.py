@@ -59,7 +59,7 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
     if refusal:
         return refusal
     if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
-        return answered[0]  # a retry after the move: the first answer, before the note is looked for again
+        return _retried(request, answered)  # a retry after the move: the first answer, before the note is looked for
     if source.rel == target.rel:
         return WriteOutcome("unchanged", source.rel, f"{source.rel} is already at that path")
     root = service.vault.root
@@ -108,7 +108,7 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     from vault_index.services.writes.write_types import WriteOutcome
 
     if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
-        return answered[0]
+        return _retried(request, answered)
     try:
         current = {rel: _read(folders, rel) for rel in [source.rel, *linkers]}
     except UnsafePathError as exc:
@@ -170,7 +170,18 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     return _finish(service, caller, request, source, target, changed, rewritten, notices, lock)
 
 
+def _retried(request, answered) -> WriteOutcome:
+    """The first answer to this request id, if it answered this very move; else a conflict."""
+    from vault_index.services.writes import request_ids
+
+    first, first_digest = answered
+    if first_digest != request_ids.digest(request):  # the id, reused for another request (or a write's)
+        return request_ids.conflict(request.request_id, request.path, first)
+    return first
+
+
 def _finish(service, caller, request, source, target, changed, rewritten, notices, lock) -> WriteOutcome:
+    from vault_index.services.writes import request_ids
     from vault_index.services.writes.write_types import WriteOutcome
 
     request_id = request.request_id or uuid.uuid4().hex
@@ -179,7 +190,8 @@ def _finish(service, caller, request, source, target, changed, rewritten, notice
     message = f"{source.rel} moved to {target.rel}; {sum(rewritten.values())} link(s) rewritten in " \
               f"{len(rewritten)} note(s)"
     first = WriteOutcome("written", target.rel, message, version=new_version, result=result)
-    service._remember(caller, request_id, target, first, notices)
+    digest = request_ids.digest(request)
+    service._remember(caller, request_id, target, first, notices, digest)
     if service.reindex is not None:
         for rel in dict.fromkeys(changed):
             service._late(f"re-indexed ({rel})", lambda rel=rel: service.reindex(service.vault.root / rel), notices)
@@ -190,7 +202,7 @@ def _finish(service, caller, request, source, target, changed, rewritten, notice
     outcome = WriteOutcome("written", target.rel, message, version=new_version, notices=tuple(notices),
                            commit=commit, result=result)
     if outcome != first:
-        service._remember(caller, request_id, target, outcome, [])
+        service._remember(caller, request_id, target, outcome, [], digest)
     return outcome
 
 

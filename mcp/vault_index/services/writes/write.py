@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from vault_index.engine.files import doc_locks, fileio, guarded_replace
 from vault_index.engine.files.doc_locks import SharedDocumentLock
-from vault_index.errors import UnsafePathError, UsageError, VaultIndexError, WriteBusyError
+from vault_index.errors import UnsafePathError, UsageError, WriteBusyError
 from vault_index.services.vault.vault import Vault, not_visible
 from vault_index.services.writes import provenance, request_ids, safe_text
 from vault_index.services.writes.write_types import (  # noqa: F401 - callers use these as write.X
@@ -87,8 +87,8 @@ class WriteService:
         """prepend, replace_section or find_replace in one note (services/writes/edit_ops.py composes the text)."""
         from vault_index.services.writes.edit_ops import compose
         return self._pipeline(caller, request.path, request.op, request.request_id, request.reason or
-                              f"{request.op} via vault-index", action="write", compose=partial(compose, self, caller,
-                                                                                               request))
+                              f"{request.op} via vault-index", action="write", digest=request_ids.digest(request),
+                              compose=partial(compose, self, caller, request))
 
     def move(self, caller: Caller, request: MoveRequest) -> WriteOutcome:
         """Rename a note and rewrite the links to it in the same commit (services/writes/move.py)."""
@@ -316,7 +316,7 @@ class WriteService:
                                              operation=operation, why=why)
             finally:
                 os.close(locks)
-        except (VaultIndexError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - the note is written: say what failed, never report a failure
             notices.append(f"written, but not committed: {exc}")
             return None
 
