@@ -227,8 +227,8 @@ def newer_pip(install_cmd: list) -> None:
 
 def install() -> None:
     uv = shutil.which("uv")
-    first = not PY.exists()
-    if first:
+    first = not (PY.parent / ("vault-index.exe" if os.name == "nt" else "vault-index")).exists()  # not installed yet
+    if not PY.exists():
         if uv:
             print("setup: creating .venv with uv")
             run(uv, "venv", VENV, "--python", sys.executable)
