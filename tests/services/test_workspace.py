@@ -97,6 +97,9 @@ def test_a_write_that_makes_the_projects_folder_is_found_by_the_next_search(env,
         assert str(proj / folder) in {s["path"] for s in app.sources()}
         elsewhere = note(proj / "src", "readme.md", "wombat build notes")
         assert app.reindex_file(str(elsewhere)) is None  # only the project's own folders join
+        picture = proj / folder / "diagram.svg"
+        picture.write_text("<svg/>")
+        assert app.reindex_file(str(picture)) is None  # not a note of an adopted folder: no sync
 
 
 def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch):

@@ -96,9 +96,7 @@ class App:
     def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
         """Register the project's own folders (docs/, notes/) that no visible source covers, and
         bring them up to date (`embed`: their vectors too); None when the project has none."""
-        visible = [Path(p) for p in (self.visible_roots() or [p for _, p in self.store.sources()])]
-        wanted = [str(f) for f in self.workspace.own_folders()
-                  if not any(f == root or root in f.parents for root in visible)]
+        wanted = [str(f) for f in self._unadopted_folders()]
         ours = [p for p, scope in self.store.source_scopes().items()
                 if scope and scope == self.workspace.key and self.workspace.kind == workspaces.PROJECT]
         if not wanted and not ours:
@@ -185,9 +183,14 @@ class App:
         from vault_index.engine import indexer
 
         report = indexer.reindex_file(self.store, self.models, path)
-        if report is None and any(Path(path).is_relative_to(f) for f in self.workspace.own_folders()):
+        if report is None and any(Path(path).is_relative_to(f) for f in self._unadopted_folders()):
             return self.adopt_workspace()
         return report
+
+    def _unadopted_folders(self) -> list[Path]:
+        """The project's own folders that no visible source covers yet (adopt_workspace's `wanted`)."""
+        visible = [Path(p) for p in (self.visible_roots() or [p for _, p in self.store.sources()])]
+        return [f for f in self.workspace.own_folders() if not any(f == root or root in f.parents for root in visible)]
 
     def source_target(self, path: str) -> str:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
