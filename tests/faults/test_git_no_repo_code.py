@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from vault_index.services.curation.recent import recent_activity
+from vault_index.services.vault import safe_git
 from vault_index.services.vault.vault import Vault
 from vault_index.services.writes.write import Caller, WriteRequest, WriteService
 
@@ -151,3 +152,13 @@ def test_recent_activity_runs_no_code_of_the_repository_and_leaves_its_index_alo
     assert {e["path"] for e in found} >= {"notes/a.md", "notes/b.md"}, found
     assert not marker.exists(), marker.read_text()  # old code: fsmonitor and post-index-change ran
     assert (root / ".git" / "index").stat().st_mtime_ns == index  # a read leaves the index alone
+
+
+def test_a_filter_value_holding_a_newline_cannot_pose_as_another_setting(repo):
+    """The filter list is read NUL-separated: a value with a newline and `local<TAB>core.hooksPath`
+    after it once became a `-c core.hooksPath=` of ours, placed after our own options."""
+    root, _ = repo
+    git(root, "config", "filter.evil.clean", "cat\nlocal\tcore.hooksPath .git/hooks")
+    assert safe_git.repository_filters_off(root) == ["-c", "filter.evil.clean="]
+    argv = safe_git.git_argv(root, "status")
+    assert argv.index("core.hooksPath=/dev/null") > argv.index("filter.evil.clean=")  # ours come last and win

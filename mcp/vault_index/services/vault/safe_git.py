@@ -20,32 +20,34 @@ Outcome: every git call of the package is `git_argv(root, ...)`.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 SAFE_OPTIONS = ("--no-optional-locks", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
                 "-c", "commit.gpgsign=false", "-c", "log.showSignature=false")
 FILTER_KEYS = r"^filter\..*\.(clean|smudge|process|required)$"
+_FILTER_KEY = re.compile(r"filter\.[^=\n]+\.(clean|smudge|process|required)")
 REPOSITORY_SCOPES = ("local", "worktree")  # config that travels with a copied repository
 
 
 def git_argv(root: Path | str, *args: str) -> list[str]:
     """The argv of `git args` in `root` with SAFE_OPTIONS and the repository's own filters off."""
-    return ["git", *SAFE_OPTIONS, *repository_filters_off(root), "-C", str(root), *args]
+    return ["git", *repository_filters_off(root), *SAFE_OPTIONS, "-C", str(root), *args]  # ours last: they win
 
 
 def repository_filters_off(root: Path | str) -> list[str]:
     """`-c` options that turn off each filter defined in `root`'s own config. Listing config runs
     nothing; an empty command is no filter, and required=false keeps git from failing for it."""
-    try:
-        done = subprocess.run(["git", "-C", str(root), "config", "--show-scope", "--get-regexp", FILTER_KEYS],
+    try:  # -z: a value holding a newline cannot pose as another entry (and name core.hooksPath)
+        done = subprocess.run(["git", "-C", str(root), "config", "-z", "--show-scope", "--get-regexp", FILTER_KEYS],
                               capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return []
+    fields = done.stdout.split("\0")  # scope, key + newline + value, scope, ...
     options: list[str] = []
-    for line in done.stdout.splitlines():
-        scope, _, rest = line.partition("\t")
-        key = rest.split(" ", 1)[0]
-        if scope in REPOSITORY_SCOPES and key:
+    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key = entry.split("\n", 1)[0]
+        if scope in REPOSITORY_SCOPES and _FILTER_KEY.fullmatch(key):
             options += ["-c", f"{key}=false" if key.endswith(".required") else f"{key}="]
     return options
