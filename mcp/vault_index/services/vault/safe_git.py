@@ -29,11 +29,17 @@ SAFE_OPTIONS = ("--no-optional-locks", "-c", "core.hooksPath=/dev/null", "-c", "
 FILTER_KEYS = r"^filter\..*\.(clean|smudge|process|required)$"
 _FILTER_KEY = re.compile(r"filter\.[^=\n]+\.(clean|smudge|process|required)")
 REPOSITORY_SCOPES = ("local", "worktree")  # config that travels with a copied repository
+# Commands of ours that never run a filter (no file content is cleaned or smudged): they skip the
+# `git config` that lists the repository's filters. Any other command gets it.
+FILTER_FREE = frozenset({"config", "init", "log", "ls-files", "rev-parse"})
 
 
 def git_argv(root: Path | str, *args: str) -> list[str]:
     """The argv of `git args` in `root` with SAFE_OPTIONS and the repository's own filters off."""
-    return ["git", *repository_filters_off(root), *SAFE_OPTIONS, "-C", str(root), *args]  # ours last: they win
+    pairs = zip(args, ("", *args), strict=False)  # (argument, the one before it): skip options and -c values
+    command = next((a for a, before in pairs if not a.startswith("-") and before != "-c"), "")
+    filters = [] if command in FILTER_FREE else repository_filters_off(root)
+    return ["git", *filters, *SAFE_OPTIONS, "-C", str(root), *args]  # ours last: they win
 
 
 def repository_filters_off(root: Path | str) -> list[str]:
