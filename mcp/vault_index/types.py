@@ -72,6 +72,12 @@ class SearchResult:
     reranked: bool
     hits: tuple[Hit, ...]
     notices: tuple[str, ...] = ()
+    # The probability that the first hit is relevant (services/search/confidence.py), calibrated;
+    # None where no model of it applies (grep mode). `relevant`: it clears the threshold, so a
+    # surface may say the first hit answers; when false, "nothing relevant" is the honest answer.
+    confidence: float | None = None
+    relevant: bool = False
+    signals: dict = field(default_factory=dict, compare=False)  # what the confidence was computed from
 
 
 @dataclass

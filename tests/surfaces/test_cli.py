@@ -279,7 +279,7 @@ def test_recall_json_has_notes_lessons_and_graph(env, tmp_path, vault):
     out = run({**env, "CLAUDE_PROJECT_DIR": str(vault)}, "recall", "bike chain rain", "-n", "2", "--json",
               "--memory-file", str(memfile)).stdout
     found = json.loads(out)
-    assert set(found) == {"query", "notes", "lessons", "graph", "notices"}
+    assert set(found) == {"query", "confidence", "relevant", "notes", "lessons", "graph", "notices"}
     assert found["lessons"][0]["path"] == str(vault / "docs" / "lessons.md")
     assert found["lessons"][0]["display"] == "docs/lessons.md"
     assert found["notes"][0]["path"] == str(vault / "bike.md") and len(found["notes"]) <= 2

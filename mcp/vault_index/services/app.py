@@ -21,6 +21,7 @@ from vault_index.engine.stores.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
+from vault_index.services.search import confidence
 from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.vault.vault import Vault
@@ -32,6 +33,15 @@ if TYPE_CHECKING:  # imported where used: the MCP handshake needs neither (issue
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
 MAX_NOTE_CHARS = 100_000
+NOTHING_RELEVANT = "nothing relevant"  # how a notice says the hits are not answers; surfaces match on it
+
+
+def nothing_relevant(sure: float) -> str:
+    """The notice of an answer under the confidence threshold (services/search/confidence.py)."""
+    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {confidence.threshold():.2f}; "
+            "the hits are the nearest notes, not answers")
+
+
 EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-index index FOLDER` "
                       "(agents: the index_paths tool), then search again")
 
@@ -239,6 +249,8 @@ class App:
             filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
         result = self.searcher.search(query, mode, limit, filters, explain, per_note, subqueries)
         notices = self.index_notices()
+        if result.hits and result.confidence is not None and not result.relevant:
+            notices.append(nothing_relevant(result.confidence))
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result

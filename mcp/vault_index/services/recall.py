@@ -36,7 +36,8 @@ def display_path(path: str, root: Path | None = None) -> str:
 def recall(app, memory_file: str | Path, query: str, limit: int = 5, *, filters: Filters | None = None,
            graph_filter: Callable[[list[dict]], list[dict]] | None = None,
            subqueries: SubQueries | None = None) -> dict:
-    """{"query", "notes", "lessons", "graph", "notices"}; each list holds at most `limit` items.
+    """{"query", "confidence", "relevant", "notes", "lessons", "graph", "notices"}; each list holds at
+    most `limit` items; `confidence` is the notes search's (services/search/confidence.py).
 
     A memory file that cannot be read costs the graph part only: the notes still answer and
     `notices` says what to fix. `filters` carries the caller's read grants into the search
@@ -68,4 +69,5 @@ def recall(app, memory_file: str | Path, query: str, limit: int = 5, *, filters:
         entities = graph_filter(entities)[:limit]
     for entity in entities:
         entity["display"] = display_path(entity["source"], root)
-    return {"query": result.query, "notes": notes, "lessons": lessons, "graph": entities, "notices": notices}
+    return {"query": result.query, "confidence": result.confidence, "relevant": result.relevant,
+            "notes": notes, "lessons": lessons, "graph": entities, "notices": notices}

@@ -45,7 +45,8 @@ def result_json(result, explain: bool = False) -> dict:
             item["explain"] = hit.explain
         hits.append(item)
     return {"query": result.query, "mode": result.mode, "vector_used": result.vector_used,
-            "reranked": result.reranked, "notices": list(result.notices), "hits": hits}
+            "reranked": result.reranked, "confidence": result.confidence, "relevant": result.relevant,
+            "notices": list(result.notices), "hits": hits}
 
 
 def cmd_index(app, args) -> int:
@@ -117,6 +118,8 @@ def cmd_search(app, args) -> int:
         print_notices(result.notices, app.settings.model_cache, args.silent)
         if not result.hits:
             _say(args, "no hits")
+        elif result.confidence is not None:
+            _say(args, f"confidence {result.confidence:.2f}" + ("" if result.relevant else ": nothing relevant"))
         for number, hit in enumerate(result.hits, start=1):
             more = f"  (+{hit.more} more in this note)" if hit.more else ""
             print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}{more}")

@@ -28,6 +28,8 @@ class SearchOut(BaseModel):
     mode: str
     vector_used: bool
     reranked: bool
+    confidence: float | None = None  # P(first hit relevant), calibrated; "nothing relevant" below the threshold
+    relevant: bool = False
     notices: list[str]
     hits: list[HitOut]
 
@@ -76,6 +78,8 @@ class GraphOut(BaseModel):
 
 class RecallOut(BaseModel):
     query: str
+    confidence: float | None = None
+    relevant: bool = False
     notes: list[dict]
     lessons: list[dict]
     graph: list[dict]

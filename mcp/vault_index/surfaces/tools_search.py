@@ -68,8 +68,8 @@ def search_notes(
                      query, mode, limit, filters)
     decays = tc.hit_decays(vault, [h.path for h in result.hits])
     return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
-                     reranked=result.reranked, notices=once_per_machine(result.notices, tc.app.settings.model_cache,
-                                                                        "mcp"),
+                     reranked=result.reranked, confidence=result.confidence, relevant=result.relevant,
+                     notices=once_per_machine(result.notices, tc.app.settings.model_cache, "mcp"),
                      hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k != "decay"},
                                   decay=decays.get(h.path)) for h in result.hits])
 

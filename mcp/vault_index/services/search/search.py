@@ -24,7 +24,7 @@ from vault_index.engine.embedding.vectors import open_vector_index
 from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
-from vault_index.services.search import dates, fusion, subqueries
+from vault_index.services.search import confidence, dates, fusion, subqueries
 from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.search.subqueries import check as check_subqueries
@@ -193,11 +193,24 @@ class Searcher:
         more: dict[int, int] = {}
         if per_note:
             order, more = best_per_note(order, rows)
+        ran = mode_run(mode, vector_used, reranked)
+        signals, sure = self._confidence(ran, order, rows, trace)
         order = order[:limit]
         shown = trace if explain else None
         hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=more.get(cid, 0))
                      for cid, score in order if cid in rows)
-        return SearchResult(query, mode_run(mode, vector_used, reranked), vector_used, reranked, hits, tuple(notices))
+        return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
+                            relevant=sure is not None and sure >= confidence.threshold(), signals=signals)
+
+    def _confidence(self, ran: str, order: list[tuple[int, float]], rows: dict, trace: _Trace):
+        """(signals, confidence) of the first hit of `order` (services/search/confidence.py); no
+        hit at all is confidence 0, a mode without a model (grep) None."""
+        kind = confidence.kind_of(ran)
+        top, second = confidence.first_two_notes(order, rows)
+        if kind is None or top is None:
+            return {}, (None if kind is None else 0.0)
+        signals = confidence.signals(kind, top, second, trace)
+        return signals, confidence.score(kind, signals)
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -215,6 +228,7 @@ class Searcher:
         trace.keyword = {c.chunk_id: c for c in keyword}
         trace.vector = {c.chunk_id: c for c in vector}
         if mode == "keyword" or not vector_used:
+            self._keyword_signals(terms, counts, keyword, trace, rows)
             return [(c.chunk_id, c.score) for c in keyword], vector_used
         if mode == "vector":
             return [(c.chunk_id, c.score) for c in vector], vector_used
@@ -227,6 +241,18 @@ class Searcher:
         order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note, share=trace.share)
         trace.fused = dict(order)
         return order, vector_used
+
+    def _keyword_signals(self, terms: list[str], counts: _DocCounts | None, keyword: list[Candidate],
+                         trace: _Trace, rows: dict) -> None:
+        """A keyword-only run's trace gets what the confidence reads: the coverage of its first two
+        hits, the query's matched share and the keyword confidence (two rows read, no more)."""
+        if not keyword or not counts:
+            return
+        head = {c.chunk_id for c in keyword[:2]}
+        rows.update(self.store.chunk_rows(head - rows.keys()))
+        trace.coverage = self._coverages(terms, counts, {cid: rows[cid] for cid in head if cid in rows})
+        trace.share = fusion.matched_share(counts.per_term, counts.total)
+        trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
 
     def _with_subqueries(self, found: SubQueries, order: list[tuple[int, float]], mode: str,
                          allowed: set[int] | None, trace: _Trace, rows: dict) -> list[tuple[int, float]]:
