@@ -53,6 +53,7 @@ class App:
     models: Models
     searcher: Searcher
     workspace: Workspace = Workspace(workspaces.PERSONAL)
+    _pending: tuple | None = None  # ((generation, model), {root: chunks without a vector}): pending_vectors
 
     @classmethod
     def open(cls, settings: Settings | None = None, models: Models | None = None,
@@ -249,6 +250,8 @@ class App:
             filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
         result = self.searcher.search(query, mode, limit, filters, explain, per_note, subqueries)
         notices = self.index_notices()
+        if result.vector_used:
+            notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
             notices.append(nothing_relevant(result.confidence))
         if not result.hits and not self.store.chunk_count():
@@ -273,6 +276,27 @@ class App:
         if prefix in root.parents:
             return replace(filters, path_prefix=str(root))
         return None
+
+    def pending_vectors(self) -> dict[str, int]:
+        """{source root: its chunks with no vector for the loaded model}, for the sources this
+        workspace sees; read once per change of the index (its generation), not per search."""
+        embedder = self.models.embedder() if self.models.embed_fingerprint(wait=False) else None
+        if embedder is None:
+            return {}
+        key = (self.store.generation(), embedder.fingerprint)
+        if self._pending is None or self._pending[0] != key:
+            self._pending = (key, self.store.pending_vectors(embedder.fingerprint))
+        seen = self._seen()
+        return {root: count for root, count in self._pending[1].items() if seen(root)}
+
+    def pending_notices(self) -> list[str]:
+        """What a search with vectors could not use: "N chunks of SOURCE have no vectors yet"."""
+        pending = self.pending_vectors()
+        if not pending:
+            return []
+        names = {path: name for name, path in self.store.source_names().items()}
+        return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them"
+                for root, count in sorted(pending.items())]
 
     def index_notices(self) -> list[str]:
         """What the person must know about the index itself: rebuilt after damage, read-only."""
@@ -339,13 +363,17 @@ class App:
         """
         from vault_index.engine.embedding.vectors import sqlite_vec_connection
 
-        model = self.store.get_meta("embed_model")
-        vectors = self.store.vector_count(model) if model else 0
+        # the model this process embeds with (its fingerprint, known without loading it), not the
+        # last one the index recorded: after a change of model, status names the new one (issue 39)
+        model = self.models.embed_fingerprint() or self.store.get_meta("embed_model")
         counts = self.store.counts()
         sources = self.sources()
         if self.visible_roots() is not None:  # count only what this workspace sees
             counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
                       "chunks": sum(s["chunks"] for s in sources)}
+        seen = self._seen()
+        pending = sum(n for root, n in self.store.pending_vectors(model).items() if seen(root)) if model else 0
+        vectors = counts["chunks"] - pending if model else 0  # of the chunks counted here, never more
         backend = self.store.vector_backend or "numpy"
         if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
             backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
@@ -354,7 +382,7 @@ class App:
             "workspace": {"kind": self.workspace.kind, "root": self.workspace.key or None,
                           "sees": self.workspace.describe()},
             "sources": sources, "embed_model": model or None,
-            "embed_setting": self.settings.embed_model, "vectors": vectors,
+            "embed_setting": self.settings.embed_model, "vectors": vectors, "pending_vectors": pending,
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "rerank_state": self._rerank_state(probe_models),

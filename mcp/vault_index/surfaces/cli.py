@@ -88,10 +88,12 @@ def cmd_index(app, args) -> int:
     return 0
 
 
-def _adopt(app, args) -> None:
+def _adopt(app, args, embed: bool = True) -> None:
     """The terminal sees what the agent in this folder sees: the project's own docs/ and notes/
-    are brought up to date first (ADR 0020); quietly, unless something was indexed."""
-    report = app.adopt_workspace()
+    are brought up to date first (ADR 0020), with progress on stderr while it embeds (issue 39:
+    a first search sat silent for two minutes). `embed=False` (status, sources): keywords only,
+    no hidden work; what waits for vectors is reported instead."""
+    report = app.adopt_workspace(Progress(not args.silent), embed=embed)
     if report is not None and report.indexed:
         _say(args, f"indexed {report.indexed} notes of {app.workspace.describe()}")
 
@@ -143,7 +145,7 @@ def cmd_get(app, args) -> int:
 
 
 def cmd_sources(app, args) -> int:
-    _adopt(app, args)
+    _adopt(app, args, embed=False)
     sources = app.sources()
     if args.json:
         print(_json(sources))
@@ -165,7 +167,7 @@ def cmd_remove(app, args) -> int:
 
 
 def cmd_status(app, args) -> int:
-    _adopt(app, args)
+    _adopt(app, args, embed=False)
     status = app.status(probe_models=True)
     status["notices"] = [*status["notices"], *_hook_notices(app)]
     if args.json:
@@ -174,7 +176,9 @@ def cmd_status(app, args) -> int:
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"workspace {status['workspace']['sees']}")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
-    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
+    waiting = f", {status['pending_vectors']} chunks waiting for vectors" if status["pending_vectors"] else ""
+    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}, "
+          f"backend {status['vector_backend']}")
     state = status["rerank_state"]
     print(f"rerank    {state}" + (f" ({status['rerank_model']})" if state == "on" else ""))
     for problem in status["problems"]:

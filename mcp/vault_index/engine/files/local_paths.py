@@ -175,6 +175,10 @@ class LocalPaths:
     def vector_count(self, model: str) -> int:
         return self.inner.vector_count(model)
 
+    def pending_vectors(self, model: str) -> dict[str, int]:
+        shown = self.roots().shown_of
+        return {shown.get(p, p): count for p, count in self.inner.pending_vectors(model).items()}
+
     def keyword(self, match: str, limit: int):
         return self.inner.keyword(match, limit)
 

@@ -53,6 +53,13 @@ def missing_vector_probe(one_path: bool, mark: str) -> str:
     return f"SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = {mark} AND {missing} LIMIT 1"
 
 
+def pending_vectors_sql(mark: str) -> str:
+    """Per source root, how many chunks have no vector for a model (parameter: the model)."""
+    return ("SELECT s.path, COUNT(*) FROM chunks c JOIN files f ON f.id = c.file_id "
+            "JOIN sources s ON s.id = f.source_id "
+            f"WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = {mark}) GROUP BY s.path")
+
+
 def _like_prefix(path: str) -> str:
     """A LIKE pattern (ESCAPE '\\') for everything below the folder `path`."""
     return path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"

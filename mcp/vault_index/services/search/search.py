@@ -224,7 +224,10 @@ class Searcher:
         query_vector = None
         if mode != "keyword":
             vector, query_vector = self._vector(query, mode, allowed, notices)
-        vector_used = query_vector is not None
+        # Trigger: a model loaded but no chunk here has a vector for it yet (a project being
+        # embedded, a changed model). Why: an answer must not claim a stage it could not use.
+        # Outcome: keyword-only, said as such (App.pending_notices names what is waiting).
+        vector_used = query_vector is not None and bool(vector)
         trace.keyword = {c.chunk_id: c for c in keyword}
         trace.vector = {c.chunk_id: c for c in vector}
         if mode == "keyword" or not vector_used:
