@@ -16,7 +16,9 @@ import numpy as np
 
 from vault_index.services.search import confidence
 
-L2 = 1e-2  # shrinks the weights a little: a signal seen on few pairs must not dominate
+# Shrinks the weights a little. Chosen leave-one-corpus-out on the suite's six corpora (mean held-out
+# hybrid ECE 0.110 at 1e-2, 0.070 at 1e-3, 0.062 at 1e-4): stronger flattened the probabilities.
+L2 = 1e-4
 BINS = 10  # the reliability table's bins, equal width on [0, 1] (the ECE uses ten)
 
 
