@@ -126,6 +126,15 @@ class App:
             visible = self.visible_roots()
             registered = [p for _, p in self.store.sources() if visible is None or p in visible]
             paths = agent_sources(paths, self.workspace.root or project_dir(), registered)
+        within, paths = self._files_in_sources(paths or []) if not checkout else ([], paths)
+        report = SyncReport() if within and not paths else self._sync(paths, progress, by_agent, name, checkout)
+        for path, source in within:
+            report.add(self.reindex_file(path) or SyncReport())
+            report.notices.append(f"{path} lies in the source {source}: re-indexed there, not added as a "
+                                  "source of its own" + (f" (the name {name!r} is not used)" if name else ""))
+        return self._seen_problems(report) if by_agent else report
+
+    def _sync(self, paths: list[str] | None, progress, by_agent: bool, name: str | None, checkout: bool) -> SyncReport:
         # Trigger: the model is recorded before the sync, not after it.
         # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
         # them under the model of the last *finished* run (none) and said 0.
@@ -137,13 +146,33 @@ class App:
         from vault_index.engine import indexer
 
         scope_of = partial(self._scope_of, by_agent=by_agent)
-        report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
+        report = indexer.sync(self.store, self.models, paths or None, progress, name=name, checkout=checkout,
                               scope_of=scope_of)
         if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
             with self.store.transaction() as db:
                 self.store.set_meta(db, "embed_model", "")
         self._claim_for_vaults(paths or [])
-        return self._seen_problems(report) if by_agent else report
+        return report
+
+    def _files_in_sources(self, paths: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+        """((file, its source's name) for each path that is a note of a folder source this workspace
+        sees, the other paths). Trigger: `index NOTES/x.md` registered the file as a new source,
+        empty (its note counts under NOTES) yet listed in `sources` and the server's instructions.
+        Outcome: such a file is re-indexed within its source; a file outside every source, or one
+        its source's rules skip (.indexignore), is still added as a source of its own."""
+        from vault_index.engine.files.sources import is_note_path, source_of
+
+        seen, names = self._seen(), {p: n for n, p in self.store.source_names().items()}
+        folders = [root for _, root in self.store.sources() if seen(root) and Path(root).is_dir()]
+        within, rest = [], []
+        for raw in paths:
+            path = Path(raw).expanduser().resolve()
+            found = source_of(str(path), folders) if path.is_file() else None
+            if found is not None and is_note_path(found[0], Path(real_path(found[1]))):
+                within.append((str(path), names.get(str(found[1]), str(found[1]))))
+            else:
+                rest.append(raw)
+        return within, rest
 
     def _seen_problems(self, report: SyncReport) -> SyncReport:
         """`report` with only the problems of files this workspace sees: a re-sync of every source

@@ -78,6 +78,8 @@ def cmd_index(app, args) -> int:
             _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
         for path, message in report.problems:
             _say(args, f"  {path}: {message}")
+        for notice in report.notices:
+            _say(args, notice)
         scopes = app.store.source_scopes()
         for raw in args.paths or []:
             path = str(Path(raw).expanduser().resolve())

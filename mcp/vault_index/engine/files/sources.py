@@ -309,13 +309,15 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def source_of(path: str, roots: list[str]) -> tuple[Path, Path] | None:
-    """(real path of the file, its source root) for a path inside a source, else None.
+    """(real path of the file, its source root) for a path inside a source, else None; the deepest
+    source holding it when sources nest (a project's docs/ inside a personal folder), as the
+    workspace rule decides (services/workspace.path_rule).
 
     The real path is the key the folder walk gives the note, so an edit reported through a
     linked folder updates the same row.
     """
     real = Path(real_path(path))
-    for root in roots:
+    for root in sorted(roots, key=lambda r: len(Path(real_path(r)).parts), reverse=True):
         root_path = Path(root)
         if _inside(real, Path(real_path(root))):
             return real, root_path
