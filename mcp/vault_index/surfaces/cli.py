@@ -149,7 +149,8 @@ def cmd_sources(app, args) -> int:
     elif not sources:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
     for source in sources if not args.json else []:
-        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+        kind = f"  [{source['kind']}: another agent's memory, read-only]" if source.get("kind") else ""
+        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks){kind}")
         checkouts = source.get("checkouts", [])
         for checkout in checkouts if len(checkouts) > 1 else []:
             where = "this machine" if checkout["here"] else "not on this machine"

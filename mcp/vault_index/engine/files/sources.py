@@ -335,10 +335,12 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
         raise OutsideSourcesError("path contains a NUL byte")
     candidates = [Path(path)] if os.path.isabs(path) else [Path(r) / path for r in roots]
     first_inside: Path | None = None  # a relative path is looked up in every source, in order
+    # the deepest source holding the file judges it: .serena/memories/x.md is a note of that source,
+    # though the walk of a folder holding the whole project skips .serena
+    reals = sorted((Path(real_path(root)) for root in roots), key=lambda r: len(r.parts), reverse=True)
     for candidate in candidates:
         real = Path(real_path(candidate))
-        for root in roots:
-            root_real = Path(real_path(root))
+        for root_real in reals:
             if root_real.is_file():
                 if real == root_real:
                     return real
