@@ -105,9 +105,11 @@ class App:
         return workspaces.fact_rule(self.workspace, self.store.source_scopes())
 
     def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
-        """Register the project's own folders (docs/, notes/) that no visible source covers, and
-        bring them up to date (`embed`: their vectors too); None when the project has none."""
-        wanted = [str(f) for f in self._unadopted_folders()]
+        """Register the project's own folders (docs/, notes/) and README.md that no visible source
+        covers, and the memory other agents keep for it, and bring them up to date (`embed`: their
+        vectors too); None when the project has none."""
+        wanted = [str(f) for f in self._unadopted_own()]
+        self._adopt_agent_memory()
         ours = [p for p, scope in self.store.source_scopes().items()
                 if scope and scope == self.workspace.key and self.workspace.kind == workspaces.PROJECT]
         if not wanted and not ours:
@@ -137,6 +139,15 @@ class App:
             visible = self.visible_roots()
             registered = [p for _, p in self.store.sources() if visible is None or p in visible]
             paths = agent_sources(paths, self.workspace.root or project_dir(), registered)
+        within, paths = self._files_in_sources(paths or []) if not checkout else ([], paths)
+        report = SyncReport() if within and not paths else self._sync(paths, progress, by_agent, name, checkout)
+        for path, source in within:
+            report.add(self.reindex_file(path) or SyncReport())
+            report.notices.append(f"{path} lies in the source {source}: re-indexed there, not added as a "
+                                  "source of its own" + (f" (the name {name!r} is not used)" if name else ""))
+        return self._seen_problems(report) if by_agent else report
+
+    def _sync(self, paths: list[str] | None, progress, by_agent: bool, name: str | None, checkout: bool) -> SyncReport:
         # Trigger: the model is recorded before the sync, not after it.
         # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
         # them under the model of the last *finished* run (none) and said 0.
@@ -148,13 +159,33 @@ class App:
         from vault_index.engine import indexer
 
         scope_of = partial(self._scope_of, by_agent=by_agent)
-        report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
+        report = indexer.sync(self.store, self.models, paths or None, progress, name=name, checkout=checkout,
                               scope_of=scope_of)
         if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
             with self.store.transaction() as db:
                 self.store.set_meta(db, "embed_model", "")
         self._claim_for_vaults(paths or [])
-        return self._seen_problems(report) if by_agent else report
+        return report
+
+    def _files_in_sources(self, paths: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+        """((file, its source's name) for each path that is a note of a folder source this workspace
+        sees, the other paths). Trigger: `index NOTES/x.md` registered the file as a new source,
+        empty (its note counts under NOTES) yet listed in `sources` and the server's instructions.
+        Outcome: such a file is re-indexed within its source; a file outside every source, or one
+        its source's rules skip (.indexignore), is still added as a source of its own."""
+        from vault_index.engine.files.sources import is_note_path, source_of
+
+        seen, names = self._seen(), {p: n for n, p in self.store.source_names().items()}
+        folders = [root for _, root in self.store.sources() if seen(root) and Path(root).is_dir()]
+        within, rest = [], []
+        for raw in paths:
+            path = Path(raw).expanduser().resolve()
+            found = source_of(str(path), folders) if path.is_file() else None
+            if found is not None and is_note_path(found[0], Path(real_path(found[1]))):
+                within.append((str(path), names.get(str(found[1]), str(found[1]))))
+            else:
+                rest.append(raw)
+        return within, rest
 
     def _seen_problems(self, report: SyncReport) -> SyncReport:
         """`report` with only the problems of files this workspace sees: a re-sync of every source
@@ -199,9 +230,39 @@ class App:
         return report
 
     def _unadopted_folders(self) -> list[Path]:
-        """The project's own folders that no visible source covers yet (adopt_workspace's `wanted`)."""
+        """What the project indexes by itself and has not registered yet."""
+        return self._unadopted_own() + self._agent_memory_unadopted()
+
+    def _unadopted_own(self) -> list[Path]:
+        """The project's own folders and README.md that no visible source covers yet."""
         visible = [Path(p) for p in (self.visible_roots() or [p for _, p in self.store.sources()])]
-        return [f for f in self.workspace.own_folders() if not any(f == root or root in f.parents for root in visible)]
+        own = [*self.workspace.own_folders(), *filter(None, [self.workspace.readme()])]
+        return [f for f in own if not any(f == root or root in f.parents for root in visible)]
+
+    def _agent_memory_unadopted(self) -> list[Path]:
+        """Other agents' memory folders of this project that are not yet sources of this project.
+
+        Trigger: a personal source holding the project (a person indexed ~/code) covers memory-bank/.
+        Why: covered, it would be searched in every workspace. Outcome: each such folder is a source
+        of its own, of this project, and the deepest source decides (services/workspace.path_rule)."""
+        scopes = self.store.source_scopes()
+        return [f for _, f in self.workspace.agent_memory() if scopes.get(str(f)) != self.workspace.key]
+
+    def _adopt_agent_memory(self) -> None:
+        """Register each agent memory folder as this project's source, named by its kind
+        (`claude-memory`, `memory-bank`, `serena-memories`); one a person indexed becomes the project's."""
+        from vault_index.engine.files.source_names import unique_name
+
+        scopes = self.store.source_scopes()
+        for kind, folder in self.workspace.agent_memory():
+            if scopes.get(str(folder)) == "":
+                self.store.set_source_scope(str(folder), self.workspace.key)
+            elif str(folder) not in scopes:
+                try:
+                    self.store.add_source(str(folder), unique_name(kind, set(self.store.source_names())),
+                                          scope=self.workspace.key)
+                except UsageError:  # the name was taken meanwhile (another process adopting): the default
+                    self.store.add_source(str(folder), scope=self.workspace.key)
 
     def source_target(self, path: str) -> str:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
@@ -305,8 +366,12 @@ class App:
         return notices + [rebuilt] if rebuilt else notices
 
     def sources(self) -> list[dict]:
+        """The sources this workspace sees; another agent's memory carries its `kind` (read-only here)."""
+        from vault_index.services.access.agent_memory import kind_of
+
         visible = self.visible_roots()
-        return [s for s in self.store.source_stats() if visible is None or s["path"] in visible]
+        found = [s for s in self.store.source_stats() if visible is None or s["path"] in visible]
+        return [{**s, "kind": kind} if (kind := kind_of(s["path"])) else s for s in found]
 
     def roots(self) -> list[str]:
         """The root of every source this workspace sees."""

@@ -79,6 +79,8 @@ def cmd_index(app, args) -> int:
             _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
         for path, message in report.problems:
             _say(args, f"  {path}: {message}")
+        for notice in report.notices:
+            _say(args, notice)
         scopes = app.store.source_scopes()
         for raw in args.paths or []:
             path = str(Path(raw).expanduser().resolve())
@@ -152,7 +154,8 @@ def cmd_sources(app, args) -> int:
     elif not sources:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
     for source in sources if not args.json else []:
-        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+        kind = f"  [{source['kind']}: another agent's memory, read-only]" if source.get("kind") else ""
+        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks){kind}")
         checkouts = source.get("checkouts", [])
         for checkout in checkouts if len(checkouts) > 1 else []:
             where = "this machine" if checkout["here"] else "not on this machine"

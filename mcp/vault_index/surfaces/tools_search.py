@@ -111,7 +111,8 @@ def index_paths(
     report = tc.call(tc.index, paths or None, name, guard=tc.index_lock)
     return IndexOut(indexed=report.indexed, unchanged=report.unchanged, removed=report.removed,
                     chunks_embedded=report.chunks_embedded, vector_used=report.vector_used,
-                    problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2))
+                    problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2),
+                    notices=report.notices[:100])
 
 
 def remove_source(
