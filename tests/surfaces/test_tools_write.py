@@ -108,6 +108,19 @@ def test_adr_create_writes_links_and_reindexes(project, tmp_path, open_app):
     assert {h.path for h in app.search("wombat", mode="keyword").hits} == {str(path), str(second)}
 
 
+def test_adr_create_continues_the_projects_decisions_series(project, tmp_path, open_app):
+    """Issue 39: a project with docs/decisions/0001-0003 got a second series at docs/adr/0001."""
+    for number in ("0001", "0002", "0003"):
+        write(project, f"docs/decisions/{number}-earlier.md", f"# {number}: Earlier\n\n## Context\n\nc\n")
+    app = open_app(None)
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [("create", "adr_create", {
+        "title": "Queue the imports", "context": "c", "options": "o", "decision": "d"})])
+    path = project / "docs" / "decisions" / "0004-queue-the-imports.md"
+    assert seen["create"].structured_content["path"] == str(path) and path.exists()
+    assert not (project / "docs" / "adr").exists()
+
+
 def test_a_write_outside_every_source_is_written_but_not_indexed(project, tmp_path, open_app, monkeypatch):
     content = tmp_path / "elsewhere"
     content.mkdir()
