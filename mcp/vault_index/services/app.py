@@ -21,7 +21,7 @@ from vault_index.engine.stores.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
-from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
+from vault_index.services.search.search import DEFAULT_MODE, RERANK_MODE, Filters, Searcher, under_any
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.vault.vault import Vault
 from vault_index.services.workspace import Workspace
@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # imported where used: the MCP handshake needs neither (issue
 
 MAX_NOTE_LINES = 2000  # get_note returns at most this many lines per call
 MAX_NOTE_CHARS = 100_000
+RERANK_OFF_BY_DEFAULT = ("off by default: searches are hybrid. VAULT_RERANK=1 reranks every search (one "
+                         "search: --mode hybrid+rerank; MCP mode \"hybrid+rerank\") with the cross-encoder "
+                         "{model}, which fastembed downloads once; offline it must be in the model cache")
 EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-index index FOLDER` "
                       "(agents: the index_paths tool), then search again")
 
@@ -225,11 +228,18 @@ class App:
 
     # --- reads ------------------------------------------------------------------------------
 
-    def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
+    @property
+    def default_mode(self) -> str:
+        """hybrid, or hybrid+rerank when VAULT_RERANK=1 asks for it (search.DEFAULT_MODE says why)."""
+        return RERANK_MODE if self.settings.rerank_default and self.models.rerank_enabled else DEFAULT_MODE
+
+    def search(self, query: str, mode: str | None = None, limit: int = 10,
                filters: Filters | None = None, explain: bool = False, source: str | None = None,
                per_note: bool = False, subqueries: SubQueries | None = None) -> SearchResult:
-        """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold);
-        `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py)."""
+        """`mode` None: `default_mode`. `source`: a source name, resolved to its root as a path prefix
+        (with `path_prefix`, both hold); `subqueries`: the calling agent's extra phrasings
+        (services/search/subqueries.py)."""
+        mode = mode or self.default_mode
         if source:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match
@@ -322,8 +332,8 @@ class App:
     def status(self, probe_models: bool = False) -> dict:
         """Index state without loading any model (the server builds its instructions from it).
 
-        `probe_models` (the terminal's `status`, where a person waits anyway): try loading the
-        reranker, so "rerank on" is said only when it can run here.
+        `probe_models` (the terminal's `status`, where a person waits anyway): where VAULT_RERANK=1
+        turned rerank on, try loading the reranker, so "on" is said only when it can run here.
         """
         from vault_index.engine.embedding.vectors import sqlite_vec_connection
 
@@ -360,16 +370,20 @@ class App:
 
 
     def _rerank_state(self, probe: bool) -> str:
-        """"on", "off (why)", "on, not loadable here (why)", or "on (not checked)" without a probe.
+        """"off by default (how to turn it on)", "off (why)", "on", "on, not loadable here (why)", or
+        "on (not checked)" without a probe.
 
         Read from the models this process searches with (not only the settings), so what status
-        says is what a search does.
+        says is what a search does. Off by default, status is the one place that says how to turn it
+        on, and it loads nothing to say so (a probe could download a model).
         """
         if not self.models.rerank_enabled:
             return "off (VAULT_RERANK=0)"
+        if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
+            return "off (VAULT_RERANK_MODEL=none)"
+        if self.default_mode != RERANK_MODE:
+            return RERANK_OFF_BY_DEFAULT.format(model=self.models.rerank_setting)
         if not probe:
-            if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
-                return "off (VAULT_RERANK_MODEL=none)"
             return "on (not checked)"
         if self.models.reranker() is not None:
             return "on"

@@ -304,7 +304,7 @@ def cmd_watch(app, args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from vault_index.services.search.search import DEFAULT_MODE, MODES
+    from vault_index.services.search.search import DEFAULT_MODE, MODES, RERANK_MODE
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -338,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
     p.add_argument("query", help="the question; '-' reads one query per line and prints JSON lines")
     p.add_argument("-n", type=int, default=10, help="number of hits (1-100, default 10)")
-    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help=f"default {DEFAULT_MODE} ({RERANK_MODE} with VAULT_RERANK=1)")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
     p.add_argument("--per-note", action="store_true", help="one hit per note (its best chunk; the rest counted)")
     p.add_argument("--path", help="only files under this path prefix")

@@ -32,7 +32,12 @@ from vault_index.services.search.subqueries import check as check_subqueries
 from vault_index.types import Candidate, Hit, SearchResult
 
 MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
-DEFAULT_MODE = "hybrid+rerank"
+# Trigger: the default was hybrid+rerank, and no cross-encoder ships with the package, so offline
+# every terminal search warned and status said "rerank on, not loadable here" (issue 39). Why: a
+# default should be what runs. Outcome: hybrid by default on every surface; VAULT_RERANK=1 makes
+# hybrid+rerank the default (App.default_mode), or a search asks for it by mode.
+DEFAULT_MODE = "hybrid"
+RERANK_MODE = "hybrid+rerank"
 MAX_LIMIT = 100
 # A term in this many chunks (or 1% of them, if more) is common: its count stops there (bounded
 # cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
