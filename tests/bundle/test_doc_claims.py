@@ -86,3 +86,14 @@ def test_a_projects_lessons_file_names_no_script_the_project_lacks(tmp_path):
     header = path.read_text(encoding="utf-8").split("\n## ", 1)[0]
     scripts = re.findall(r"[\w./-]+\.py\b", header)
     assert [s for s in scripts if not (project / s).exists()] == [], header
+
+
+def test_docs_say_lessons_and_records_are_committed_only_where_the_code_commits():
+    """Issue 39: docs/mcp.md said lesson_add and adr_create make "one commit"; in a plain project
+    they never commit (tests/surfaces/test_tools_write.py pins that), and the page must say so."""
+    text = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Lesson and decision-record tools\n(.*?)^\| tool", text, re.S | re.M)
+    assert section, "docs/mcp.md lost its lesson and decision-record section"
+    prose = " ".join(section.group(1).split())
+    assert "one commit" not in prose
+    assert "plain project" in prose and "VAULT_GIT_COMMIT=1" in prose and "git.commit: true" in prose
