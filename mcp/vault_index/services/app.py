@@ -279,8 +279,24 @@ class App:
         return notices + [rebuilt] if rebuilt else notices
 
     def sources(self) -> list[dict]:
+        """The sources this workspace sees: name, path, files, chunks, and `vectors`, its chunks that
+        have a vector of the model the index was last embedded with."""
         visible = self.visible_roots()
-        return [s for s in self.store.source_stats() if visible is None or s["path"] in visible]
+        model = self.store.get_meta("embed_model")
+        return [s for s in self.store.source_stats(model) if visible is None or s["path"] in visible]
+
+    def files(self, source: str | None = None) -> list[dict]:
+        """Every indexed file this workspace sees (of the source named `source`): path, source (its
+        name), chunks and vectors (as `sources`)."""
+        seen = self._seen()
+        if source is not None:
+            names = {n for n, p in self.store.source_names().items() if seen(p)}
+            if source not in names:
+                raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}; "
+                                    f"sources: {', '.join(sorted(names)) or '(none)'}")
+        rows = self.store.file_stats(self.store.get_meta("embed_model"))
+        return [{k: v for k, v in row.items() if k != "source_path"} for row in rows
+                if seen(row["source_path"]) and (source is None or row["source"] == source)]
 
     def roots(self) -> list[str]:
         """The root of every source this workspace sees."""
@@ -338,12 +354,13 @@ class App:
         from vault_index.engine.embedding.vectors import sqlite_vec_connection
 
         model = self.store.get_meta("embed_model")
-        vectors = self.store.vector_count(model) if model else 0
-        counts = self.store.counts()
         sources = self.sources()
-        if self.visible_roots() is not None:  # count only what this workspace sees
-            counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
-                      "chunks": sum(s["chunks"] for s in sources)}
+        # Trigger: vectors were counted over the whole index and chunks over this workspace, so
+        # status could show more vectors than chunks. Outcome: both from the same sources: the
+        # chunks this workspace sees, those with a vector of the model, and those still waiting.
+        counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
+                  "chunks": sum(s["chunks"] for s in sources)}
+        vectors = sum(s["vectors"] for s in sources) if model else 0
         backend = self.store.vector_backend or "numpy"
         if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
             backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
@@ -353,6 +370,7 @@ class App:
                           "sees": self.workspace.describe()},
             "sources": sources, "embed_model": model or None,
             "embed_setting": self.settings.embed_model, "vectors": vectors,
+            "vectors_pending": counts["chunks"] - vectors if model else 0,
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "rerank_state": self._rerank_state(probe_models),

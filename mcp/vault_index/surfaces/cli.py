@@ -23,6 +23,7 @@ from vault_index.surfaces.cli_common import (
     role_filters,
     subqueries_from,
 )
+from vault_index.surfaces.cli_files import add_parsers as add_file_parsers
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -171,7 +172,9 @@ def cmd_status(app, args) -> int:
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"workspace {status['workspace']['sees']}")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
-    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
+    waiting = f", {status['vectors_pending']} chunks waiting for vectors" if status["vectors_pending"] else ""
+    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}, "
+          f"backend {status['vector_backend']}")
     state = status["rerank_state"]
     print(f"rerank    {state}" + (f" ({status['rerank_model']})" if state == "on" else ""))
     for problem in status["problems"]:
@@ -434,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
     add_token_parsers(sub, common)
     add_trust_parsers(sub, common)
+    add_file_parsers(sub, common)
     return parser
 
 
