@@ -205,6 +205,18 @@ def test_snippet_of_a_long_chunk_is_centred_on_the_query_word(tmp_path, open_app
     assert len(hit.snippet) <= 482
 
 
+def test_snippet_shows_the_lines_that_matched_not_the_records_status_line(tmp_path, open_app):
+    """Issue 39: a decision record's chunk opened with `Status: accepted`, and that was its snippet."""
+    root = tmp_path / "adr"
+    write(root, "0003-gateway.md", "# 0003: Gateway\n\nStatus: accepted\nDate: 2024-03-01\n\n"
+                                   "Every preflight goes through the gateway.\nThe gateway checks origins once.\n")
+    app = open_app(FakeEmbedder())
+    app.index([str(root)])
+    (hit,) = app.search("preflight origins", mode="keyword").hits
+    assert hit.snippet == "…Every preflight goes through the gateway.\nThe gateway checks origins once."
+    assert app.search("gateway", mode="keyword").hits[0].snippet.startswith("…Every preflight")
+
+
 def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, open_app):
     from helpers import FakeEmbedder, write
 

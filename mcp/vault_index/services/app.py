@@ -22,7 +22,7 @@ from vault_index.errors import NotFoundError, UsageError
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search import confidence
-from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
+from vault_index.services.search.search import DEFAULT_MODE, RERANK_MODE, Filters, Searcher, under_any
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.vault.vault import Vault
 from vault_index.services.workspace import Workspace
@@ -42,6 +42,9 @@ def nothing_relevant(sure: float) -> str:
             "the hits are the nearest notes, not answers")
 
 
+RERANK_OFF_BY_DEFAULT = ("off by default: searches are hybrid. VAULT_RERANK=1 reranks every search (one "
+                         "search: --mode hybrid+rerank; MCP mode \"hybrid+rerank\") with the cross-encoder "
+                         "{model}, which fastembed downloads once; offline it must be in the model cache")
 EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-index index FOLDER` "
                       "(agents: the index_paths tool), then search again")
 
@@ -297,11 +300,18 @@ class App:
 
     # --- reads ------------------------------------------------------------------------------
 
-    def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
+    @property
+    def default_mode(self) -> str:
+        """hybrid, or hybrid+rerank when VAULT_RERANK=1 asks for it (search.DEFAULT_MODE says why)."""
+        return RERANK_MODE if self.settings.rerank_default and self.models.rerank_enabled else DEFAULT_MODE
+
+    def search(self, query: str, mode: str | None = None, limit: int = 10,
                filters: Filters | None = None, explain: bool = False, source: str | None = None,
                per_note: bool = False, subqueries: SubQueries | None = None) -> SearchResult:
-        """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold);
-        `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py)."""
+        """`mode` None: `default_mode`. `source`: a source name, resolved to its root as a path prefix
+        (with `path_prefix`, both hold); `subqueries`: the calling agent's extra phrasings
+        (services/search/subqueries.py)."""
+        mode = mode or self.default_mode
         if source:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match
@@ -365,13 +375,29 @@ class App:
         rebuilt = self.store.recovery_notice()
         return notices + [rebuilt] if rebuilt else notices
 
-    def sources(self) -> list[dict]:
-        """The sources this workspace sees; another agent's memory carries its `kind` (read-only here)."""
+    def sources(self, model: str | None = None) -> list[dict]:
+        """The sources this workspace sees: name, path, files, chunks, `vectors` (its chunks that have
+        a vector of `model`, default the model the index was last embedded with), and the `kind` of
+        another agent's memory (read-only here)."""
         from vault_index.services.access.agent_memory import kind_of
 
         visible = self.visible_roots()
-        found = [s for s in self.store.source_stats() if visible is None or s["path"] in visible]
+        found = [s for s in self.store.source_stats(model or self.store.get_meta("embed_model"))
+                 if visible is None or s["path"] in visible]
         return [{**s, "kind": kind} if (kind := kind_of(s["path"])) else s for s in found]
+
+    def files(self, source: str | None = None) -> list[dict]:
+        """Every indexed file this workspace sees (of the source named `source`): path, source (its
+        name), chunks and vectors (as `sources`)."""
+        seen = self._seen()
+        if source is not None:
+            names = {n for n, p in self.store.source_names().items() if seen(p)}
+            if source not in names:
+                raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}; "
+                                    f"sources: {', '.join(sorted(names)) or '(none)'}")
+        rows = self.store.file_stats(self.store.get_meta("embed_model"))
+        return [{k: v for k, v in row.items() if k != "source_path"} for row in rows
+                if seen(row["source_path"]) and (source is None or row["source"] == source)]
 
     def roots(self) -> list[str]:
         """The root of every source this workspace sees."""
@@ -423,22 +449,21 @@ class App:
     def status(self, probe_models: bool = False) -> dict:
         """Index state without loading any model (the server builds its instructions from it).
 
-        `probe_models` (the terminal's `status`, where a person waits anyway): try loading the
-        reranker, so "rerank on" is said only when it can run here.
+        `probe_models` (the terminal's `status`, where a person waits anyway): where VAULT_RERANK=1
+        turned rerank on, try loading the reranker, so "on" is said only when it can run here.
         """
         from vault_index.engine.embedding.vectors import sqlite_vec_connection
 
         # the model this process embeds with (its fingerprint, known without loading it), not the
         # last one the index recorded: after a change of model, status names the new one (issue 39)
         model = self.models.embed_fingerprint() or self.store.get_meta("embed_model")
-        counts = self.store.counts()
-        sources = self.sources()
-        if self.visible_roots() is not None:  # count only what this workspace sees
-            counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
-                      "chunks": sum(s["chunks"] for s in sources)}
-        seen = self._seen()
-        pending = sum(n for root, n in self.store.pending_vectors(model).items() if seen(root)) if model else 0
-        vectors = counts["chunks"] - pending if model else 0  # of the chunks counted here, never more
+        sources = self.sources(model)
+        # Trigger: vectors were counted over the whole index and chunks over this workspace, so
+        # status could show more vectors than chunks. Outcome: both from the same sources: the
+        # chunks this workspace sees, those with a vector of the model, and those still waiting.
+        counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
+                  "chunks": sum(s["chunks"] for s in sources)}
+        vectors = sum(s["vectors"] for s in sources) if model else 0
         backend = self.store.vector_backend or "numpy"
         if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
             backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
@@ -447,7 +472,8 @@ class App:
             "workspace": {"kind": self.workspace.kind, "root": self.workspace.key or None,
                           "sees": self.workspace.describe()},
             "sources": sources, "embed_model": model or None,
-            "embed_setting": self.settings.embed_model, "vectors": vectors, "pending_vectors": pending,
+            "embed_setting": self.settings.embed_model, "vectors": vectors,
+            "vectors_pending": counts["chunks"] - vectors if model else 0,
             "vectors_live": bool(vectors), "vector_backend": backend,
             "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
             "rerank_state": self._rerank_state(probe_models),
@@ -465,16 +491,20 @@ class App:
 
 
     def _rerank_state(self, probe: bool) -> str:
-        """"on", "off (why)", "on, not loadable here (why)", or "on (not checked)" without a probe.
+        """"off by default (how to turn it on)", "off (why)", "on", "on, not loadable here (why)", or
+        "on (not checked)" without a probe.
 
         Read from the models this process searches with (not only the settings), so what status
-        says is what a search does.
+        says is what a search does. Off by default, status is the one place that says how to turn it
+        on, and it loads nothing to say so (a probe could download a model).
         """
         if not self.models.rerank_enabled:
             return "off (VAULT_RERANK=0)"
+        if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
+            return "off (VAULT_RERANK_MODEL=none)"
+        if self.default_mode != RERANK_MODE:
+            return RERANK_OFF_BY_DEFAULT.format(model=self.models.rerank_setting)
         if not probe:
-            if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
-                return "off (VAULT_RERANK_MODEL=none)"
             return "on (not checked)"
         if self.models.reranker() is not None:
             return "on"

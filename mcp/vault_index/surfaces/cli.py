@@ -23,6 +23,7 @@ from vault_index.surfaces.cli_common import (
     role_filters,
     subqueries_from,
 )
+from vault_index.surfaces.cli_files import add_parsers as add_file_parsers
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -179,7 +180,7 @@ def cmd_status(app, args) -> int:
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"workspace {status['workspace']['sees']}")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
-    waiting = f", {status['pending_vectors']} chunks waiting for vectors" if status["pending_vectors"] else ""
+    waiting = f", {status['vectors_pending']} chunks waiting for vectors" if status["vectors_pending"] else ""
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}, "
           f"backend {status['vector_backend']}")
     state = status["rerank_state"]
@@ -314,7 +315,7 @@ def cmd_watch(app, args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from vault_index.services.search.search import DEFAULT_MODE, MODES
+    from vault_index.services.search.search import DEFAULT_MODE, MODES, RERANK_MODE
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -348,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
     p.add_argument("query", help="the question; '-' reads one query per line and prints JSON lines")
     p.add_argument("-n", type=int, default=10, help="number of hits (1-100, default 10)")
-    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help=f"default {DEFAULT_MODE} ({RERANK_MODE} with VAULT_RERANK=1)")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
     p.add_argument("--per-note", action="store_true", help="one hit per note (its best chunk; the rest counted)")
     p.add_argument("--path", help="only files under this path prefix")
@@ -443,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
     add_token_parsers(sub, common)
     add_trust_parsers(sub, common)
+    add_file_parsers(sub, common)
     return parser
 
 
