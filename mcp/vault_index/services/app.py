@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
-from vault_index.engine.embedding.models import Models, setting_notice
+from vault_index.engine.embedding.models import Models
 from vault_index.engine.files.fileio import read_note
 from vault_index.engine.files.sources import looks_binary, real_path, resolve_inside
 from vault_index.engine.stores.store import BUSY_TIMEOUT_S
 from vault_index.engine.stores.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError
+from vault_index.services import index_state
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search import confidence
@@ -42,9 +43,6 @@ def nothing_relevant(sure: float) -> str:
             "the hits are the nearest notes, not answers")
 
 
-RERANK_OFF_BY_DEFAULT = ("off by default: searches are hybrid. VAULT_RERANK=1 reranks every search (one "
-                         "search: --mode hybrid+rerank; MCP mode \"hybrid+rerank\") with the cross-encoder "
-                         "{model}, which fastembed downloads once; offline it must be in the model cache")
 EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-index index FOLDER` "
                       "(agents: the index_paths tool), then search again")
 
@@ -348,56 +346,24 @@ class App:
             return replace(filters, path_prefix=str(root))
         return None
 
-    def pending_vectors(self) -> dict[str, int]:
-        """{source root: its chunks with no vector for the loaded model}, for the sources this
-        workspace sees; read once per change of the index (its generation), not per search."""
-        embedder = self.models.embedder() if self.models.embed_fingerprint(wait=False) else None
-        if embedder is None:
-            return {}
-        key = (self.store.generation(), embedder.fingerprint)
-        if self._pending is None or self._pending[0] != key:
-            self._pending = (key, self.store.pending_vectors(embedder.fingerprint))
-        seen = self._seen()
-        return {root: count for root, count in self._pending[1].items() if seen(root)}
-
     def pending_notices(self) -> list[str]:
-        """What a search with vectors could not use: "N chunks of SOURCE have no vectors yet"."""
-        pending = self.pending_vectors()
-        if not pending:
-            return []
-        names = {path: name for name, path in self.store.source_names().items()}
-        return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them"
-                for root, count in sorted(pending.items())]
+        """services/index_state.pending_notices: what a search with vectors could not use."""
+        return index_state.pending_notices(self)
+
+    def sources(self, model: str | None = None) -> list[dict]:
+        return index_state.sources(self, model)
+
+    def files(self, source: str | None = None) -> list[dict]:
+        return index_state.files(self, source)
+
+    def status(self, probe_models: bool = False) -> dict:
+        return index_state.status(self, probe_models)
 
     def index_notices(self) -> list[str]:
         """What the person must know about the index itself: rebuilt after damage, read-only."""
         notices = list(self.store.notices)
         rebuilt = self.store.recovery_notice()
         return notices + [rebuilt] if rebuilt else notices
-
-    def sources(self, model: str | None = None) -> list[dict]:
-        """The sources this workspace sees: name, path, files, chunks, `vectors` (its chunks that have
-        a vector of `model`, default the model the index was last embedded with), and the `kind` of
-        another agent's memory (read-only here)."""
-        from vault_index.services.access.agent_memory import kind_of
-
-        visible = self.visible_roots()
-        found = [s for s in self.store.source_stats(model or self.store.get_meta("embed_model"))
-                 if visible is None or s["path"] in visible]
-        return [{**s, "kind": kind} if (kind := kind_of(s["path"])) else s for s in found]
-
-    def files(self, source: str | None = None) -> list[dict]:
-        """Every indexed file this workspace sees (of the source named `source`): path, source (its
-        name), chunks and vectors (as `sources`)."""
-        seen = self._seen()
-        if source is not None:
-            names = {n for n, p in self.store.source_names().items() if seen(p)}
-            if source not in names:
-                raise NotFoundError(f"no source is named {source!r} in {self.workspace.describe()}; "
-                                    f"sources: {', '.join(sorted(names)) or '(none)'}")
-        rows = self.store.file_stats(self.store.get_meta("embed_model"))
-        return [{k: v for k, v in row.items() if k != "source_path"} for row in rows
-                if seen(row["source_path"]) and (source is None or row["source"] == source)]
 
     def roots(self) -> list[str]:
         """The root of every source this workspace sees."""
@@ -445,74 +411,6 @@ class App:
             "line_end": line_end, "total_lines": total,
             "truncated": line_end < total or cut, "content": content,
         }
-
-    def status(self, probe_models: bool = False) -> dict:
-        """Index state without loading any model (the server builds its instructions from it).
-
-        `probe_models` (the terminal's `status`, where a person waits anyway): where VAULT_RERANK=1
-        turned rerank on, try loading the reranker, so "on" is said only when it can run here.
-        """
-        from vault_index.engine.embedding.vectors import sqlite_vec_connection
-
-        # the model this process embeds with (its fingerprint, known without loading it), not the
-        # last one the index recorded: after a change of model, status names the new one (issue 39)
-        model = self.models.embed_fingerprint() or self.store.get_meta("embed_model")
-        sources = self.sources(model)
-        # Trigger: vectors were counted over the whole index and chunks over this workspace, so
-        # status could show more vectors than chunks. Outcome: both from the same sources: the
-        # chunks this workspace sees, those with a vector of the model, and those still waiting.
-        counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
-                  "chunks": sum(s["chunks"] for s in sources)}
-        vectors = sum(s["vectors"] for s in sources) if model else 0
-        backend = self.store.vector_backend or "numpy"
-        if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
-            backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
-        return {
-            "db": self.store.location, "db_bytes": self.store.size_bytes(), **counts,
-            "workspace": {"kind": self.workspace.kind, "root": self.workspace.key or None,
-                          "sees": self.workspace.describe()},
-            "sources": sources, "embed_model": model or None,
-            "embed_setting": self.settings.embed_model, "vectors": vectors,
-            "vectors_pending": counts["chunks"] - vectors if model else 0,
-            "vectors_live": bool(vectors), "vector_backend": backend,
-            "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
-            "rerank_state": self._rerank_state(probe_models),
-            "problems": [{"path": p, "message": m} for p, m in self._seen_problems(
-                SyncReport(problems=list(self.store.problems()))).problems],
-            "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
-            "read_only": self.store.read_only, "notices": self.index_notices() + self._model_notices(),
-        }
-
-    def _model_notices(self) -> list[str]:
-        """An embedding model the eval suite has not measured, or the shipped one without its fp32
-        weights: status says it every time (the search surfaces say it once)."""
-        notice = setting_notice(self.settings.embed_model)
-        return [notice] if notice else []
-
-
-    def _rerank_state(self, probe: bool) -> str:
-        """"off by default (how to turn it on)", "off (why)", "on", "on, not loadable here (why)", or
-        "on (not checked)" without a probe.
-
-        Read from the models this process searches with (not only the settings), so what status
-        says is what a search does. Off by default, status is the one place that says how to turn it
-        on, and it loads nothing to say so (a probe could download a model).
-        """
-        if not self.models.rerank_enabled:
-            return "off (VAULT_RERANK=0)"
-        if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
-            return "off (VAULT_RERANK_MODEL=none)"
-        if self.default_mode != RERANK_MODE:
-            return RERANK_OFF_BY_DEFAULT.format(model=self.models.rerank_setting)
-        if not probe:
-            return "on (not checked)"
-        if self.models.reranker() is not None:
-            return "on"
-        error = self.models.rerank_error or "no rerank model"
-        if "turned off" in error:
-            return f"off ({error})"
-        return f"on, not loadable here ({error}); searches use fusion order"
-
 
 def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
     """The bytes of a note get_note may serve: opened once through engine/files/fileio (no link followed,
