@@ -393,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run each mode with the golden questions' agent sub-queries (rows '<mode> +sub')")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
+    p.add_argument("--prompts", help="with --suite: what the prompt hook injects for these unrelated prompts "
+                                     "(eval/prompts/unrelated.jsonl) and for each golden question")
     p.add_argument("--lockbox", action="store_true",
                    help="with --suite: score the lockbox corpora too (once, at the end: eval/LOCKBOX.md)")
     p.add_argument("--store", metavar="URL",
