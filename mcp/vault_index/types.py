@@ -52,6 +52,15 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class SectionRef:
+    """Where another matched section of a hit's note lies: enough to read it, no text."""
+
+    heading: str
+    line_start: int
+    line_end: int
+
+
+@dataclass(frozen=True)
 class Hit:
     path: str
     heading: str
@@ -62,6 +71,7 @@ class Hit:
     status: str = ""
     explain: dict = field(default_factory=dict)
     more: int = 0  # one hit per note: how many more of its chunks matched
+    also: tuple[SectionRef, ...] = ()  # one hit per note: the first few of those, best first
 
 
 @dataclass(frozen=True)

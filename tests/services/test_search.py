@@ -284,7 +284,7 @@ def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_pa
     write(tmp_path / "notes", "small.md", "# Small\n\nOne marmot note.\n")
     app = open_app(None)
     app.index([str(tmp_path / "notes")])
-    chunks = app.search("marmot burrow", "keyword", 10).hits
+    chunks = app.search("marmot burrow", "keyword", 10, per_note=False).hits
     notes = app.search("marmot burrow", "keyword", 10, per_note=True).hits
     big = [h for h in chunks if h.path.endswith("big.md")]
     assert len(big) >= 3  # the chunk view: the long note takes several slots
@@ -292,6 +292,32 @@ def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_pa
     best = next(h for h in notes if h.path == big[0].path)
     assert (best.line_start, best.more) == (big[0].line_start, len(big) - 1)
     assert {h.path for h in notes} == {h.path for h in chunks}
+    assert all(not h.also and not h.more for h in chunks)
+
+
+def test_one_hit_per_note_is_the_default_and_names_the_notes_other_sections(tmp_path, open_app):
+    """Issue 39 item 7: one default for every surface (App.search): one hit per note, listing where
+    its other matched sections lie (heading and lines, the first MAX_ALSO, best first); `more`
+    counts them all. Chunks on request. The Searcher itself (the eval's and the bench's) still
+    gives chunks."""
+    from helpers import write
+    from vault_index.services.search.per_note import MAX_ALSO
+    from vault_index.types import SectionRef
+
+    long = "\n\n".join(f"## Part {i}\n\nThe marmot burrow plan, part {i}: " + "filler words " * 120 for i in range(6))
+    write(tmp_path / "notes", "big.md", "# Big\n\n" + long + "\n")
+    write(tmp_path / "notes", "small.md", "# Small\n\nOne marmot note.\n")
+    app = open_app(None)
+    app.index([str(tmp_path / "notes")])
+    chunks = app.search("marmot burrow", "keyword", 10, per_note=False).hits
+    default = app.search("marmot burrow", "keyword", 10).hits
+    assert [h.path for h in default] == list(dict.fromkeys(h.path for h in chunks))
+    big = [h for h in chunks if h.path.endswith("big.md")]
+    best = next(h for h in default if h.path.endswith("big.md"))
+    assert best.more == len(big) - 1 == 5
+    assert best.also == tuple(SectionRef(h.heading, h.line_start, h.line_end) for h in big[1 : 1 + MAX_ALSO])
+    assert all(s.heading.startswith("Big > Part ") for s in best.also)
+    assert len(app.searcher.search("marmot burrow", "keyword", 10).hits) == len(chunks)  # the eval's view
 
 
 def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_app):

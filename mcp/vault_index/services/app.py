@@ -23,6 +23,7 @@ from vault_index.services import index_state
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search import confidence
+from vault_index.services.search.per_note import PER_NOTE_DEFAULT
 from vault_index.services.search.search import DEFAULT_MODE, RERANK_MODE, Filters, Searcher, under_any
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.vault.vault import Vault
@@ -305,9 +306,10 @@ class App:
 
     def search(self, query: str, mode: str | None = None, limit: int = 10,
                filters: Filters | None = None, explain: bool = False, source: str | None = None,
-               per_note: bool = False, subqueries: SubQueries | None = None) -> SearchResult:
+               per_note: bool = PER_NOTE_DEFAULT, subqueries: SubQueries | None = None) -> SearchResult:
         """`mode` None: `default_mode`. `source`: a source name, resolved to its root as a path prefix
-        (with `path_prefix`, both hold); `subqueries`: the calling agent's extra phrasings
+        (with `path_prefix`, both hold); `per_note`: one hit per note with its other matched sections
+        (every surface's default), or chunks; `subqueries`: the calling agent's extra phrasings
         (services/search/subqueries.py)."""
         mode = mode or self.default_mode
         if source:

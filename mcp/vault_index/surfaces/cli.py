@@ -20,6 +20,7 @@ from vault_index.surfaces.cli_common import (
     _json,
     _say,
     add_subquery_flags,
+    also_line,
     role_filters,
     subqueries_from,
 )
@@ -36,12 +37,14 @@ BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client st
 
 
 def result_json(result, explain: bool = False) -> dict:
+    from vault_index.services.search.per_note import section_dict
+
     hits = []
     for hit in result.hits:
         item = {key: getattr(hit, key) for key in ("path", "heading", "line_start", "line_end", "score", "snippet")}
         item["status"] = hit.status
-        if hit.more:
-            item["more"] = hit.more
+        if hit.more:  # one hit per note: its other matched sections, the first few of them named
+            item["more"], item["also"] = hit.more, [section_dict(section) for section in hit.also]
         if explain:
             item["explain"] = hit.explain
         hits.append(item)
@@ -117,20 +120,22 @@ def cmd_search(app, args) -> int:
             continue
         result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source,
                             per_note=args.per_note, subqueries=subqueries)
+        shown = result_json(result, args.explain)
         if args.json or batch:
-            print(_json(result_json(result, args.explain)), flush=True)
+            print(_json(shown), flush=True)
             continue
         print_notices(result.notices, app.settings.model_cache, args.silent)
         if not result.hits:
             _say(args, "no hits")
         elif result.confidence is not None:
             _say(args, f"confidence {result.confidence:.2f}" + ("" if result.relevant else ": nothing relevant"))
-        for number, hit in enumerate(result.hits, start=1):
-            more = f"  (+{hit.more} more in this note)" if hit.more else ""
-            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}{more}")
+        for number, (hit, item) in enumerate(zip(result.hits, shown["hits"], strict=True), start=1):
+            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}")
             print(f"    {hit.heading}" + (f"  [{hit.status}]" if hit.status else ""))
             snippet = " ".join(hit.snippet.split())
             print(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+            if hit.more:
+                print(f"    {also_line(item['also'], hit.more)}")
             if args.explain:
                 print(f"    explain: {_json(hit.explain)}")
     return 0
@@ -352,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default=None,
                    help=f"default {DEFAULT_MODE} ({RERANK_MODE} with VAULT_RERANK=1)")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
-    p.add_argument("--per-note", action="store_true", help="one hit per note (its best chunk; the rest counted)")
+    p.add_argument("--chunks", dest="per_note", action="store_false",
+                   help="one hit per matching chunk (default: one per note, its other matched sections listed)")
+    p.add_argument("--per-note", dest="per_note", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.add_argument("--path", help="only files under this path prefix")
     p.add_argument("--source", help="only files of the source with this name (`sources` lists them)")
     p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")

@@ -21,6 +21,7 @@ class HitOut(BaseModel):
     status: str = ""
     decay: dict | None = None
     more: int = 0
+    also: list[dict] = []  # heading, line_start, line_end of the first few of those `more`
 
 
 class SearchOut(BaseModel):

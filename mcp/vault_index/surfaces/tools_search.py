@@ -16,6 +16,7 @@ from pydantic import Field
 from vault_index.errors import NotFoundError
 from vault_index.services.access.access import granted_filters, note_target
 from vault_index.services.app import MAX_NOTE_LINES
+from vault_index.services.search.per_note import PER_NOTE_DEFAULT, section_dict
 from vault_index.services.search.search import MAX_LIMIT, Filters
 from vault_index.services.search.subqueries import sub_queries
 from vault_index.surfaces.denied import denied_text
@@ -52,14 +53,15 @@ def search_notes(
     status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
     collection: Annotated[str | None, Field(max_length=200)] = None,
     source: Annotated[str | None, Field(max_length=64, description="source name")] = None,
-    per_note: Annotated[bool, Field(description="one hit per note (more: its other matches)")] = True,
+    per_note: Annotated[bool, Field(description="false: chunks")] = PER_NOTE_DEFAULT,
     keywords: Keywords = [],  # noqa: B006 - never mutated
     paraphrases: Paraphrases = [],  # noqa: B006
     hypothetical: Hypothetical = "",
 ) -> SearchOut:
-    """Search the notes (hybrid keyword + vector); each hit has path, heading, lines,
-        snippet and decay. For a vague or paraphrased question, or one describing a situation
-        without the notes' likely words, add keywords, paraphrases or a hypothetical answer."""
+    """Search the notes (hybrid keyword + vector): one hit per note, with path, heading,
+        lines, snippet, decay and its other matched sections (also). For a vague or paraphrased
+        question, or one describing a situation without the notes' likely words, add keywords,
+        paraphrases or a hypothetical answer."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
@@ -70,8 +72,9 @@ def search_notes(
     return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                      reranked=result.reranked, confidence=result.confidence, relevant=result.relevant,
                      notices=once_per_machine(result.notices, tc.app.settings.model_cache, "mcp"),
-                     hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k != "decay"},
-                                  decay=decays.get(h.path)) for h in result.hits])
+                     hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k not in ("decay", "also")},
+                                  decay=decays.get(h.path), also=[section_dict(s) for s in h.also])
+                           for h in result.hits])
 
 
 def get_note(

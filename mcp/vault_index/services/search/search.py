@@ -25,6 +25,7 @@ from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
 from vault_index.services.search import confidence, dates, fusion, subqueries
+from vault_index.services.search.per_note import MAX_ALSO, best_per_note, section_of
 from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
 from vault_index.services.search.snippets import snippet
 from vault_index.services.search.subqueries import SubQueries
@@ -132,7 +133,8 @@ class Searcher:
         per_note: bool = False,
         subqueries: SubQueries | None = None,
     ) -> SearchResult:
-        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches.
+        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches and
+        `also` naming the first few (services/search/per_note.py; the surfaces' default, not this one's).
         `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py); None or
         empty runs the plain question."""
         if mode not in MODES:
@@ -195,14 +197,15 @@ class Searcher:
                      if cid in rows and under_any(rows[cid].path, filters.scope_roots)
                      and (filters.scope_allowed is None or filters.scope_allowed(rows[cid].path))]
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})
-        more: dict[int, int] = {}
+        others: dict[int, list] = {}
         if per_note:
-            order, more = best_per_note(order, rows)
+            order, others = best_per_note(order, rows)
         ran = mode_run(mode, vector_used, reranked)
         signals, sure = self._confidence(ran, order, rows, trace)
         order = order[:limit]
         shown = trace if explain else None
-        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=more.get(cid, 0))
+        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=len(others.get(cid, ())),
+                             also=tuple(section_of(row) for row in others.get(cid, ())[:MAX_ALSO]))
                      for cid, score in order if cid in rows)
         return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
                             relevant=sure is not None and sure >= confidence.threshold(), signals=signals)
@@ -424,23 +427,6 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
-
-
-def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tuple[int, float]], dict[int, int]]:
-    """The first (best) chunk of each note in `order`, and how many more of its chunks follow."""
-    first: dict[str, int] = {}
-    kept, more = [], {}
-    for cid, score in order:
-        if cid not in rows:
-            continue
-        path = rows[cid].path
-        if path in first:
-            more[first[path]] += 1
-            continue
-        first[path] = cid
-        more[cid] = 0
-        kept.append((cid, score))
-    return kept, more
 
 
 def under_any(path: str, roots: tuple[str, ...]) -> bool:
