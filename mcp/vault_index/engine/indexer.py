@@ -115,11 +115,16 @@ def register(store: Store, paths: Iterable[str], name: str | None = None,
     return registered
 
 
-def local_checkouts(store: Store, report: SyncReport) -> list[tuple[int, int, Path]]:
+def local_checkouts(store: Store, report: SyncReport,
+                    seen: Callable[[str], bool] | None = None) -> list[tuple[int, int, Path]]:
     """Every checkout whose folder is on this machine. A source none of whose checkouts is here is
-    a problem line (its folder is missing); the checkouts of other machines are not."""
+    a problem line (its folder is missing); the checkouts of other machines are not. `seen(source
+    path)`: only the sources it accepts (an agent's workspace), the others neither synced nor named."""
     by_source: dict[int, list[tuple[int, Path]]] = {}
+    hidden = {sid for sid, path in store.sources() if not seen(path)} if seen is not None else set()
     for checkout_id, source_id, root in store.checkouts():
+        if source_id in hidden:
+            continue
         by_source.setdefault(source_id, []).append((checkout_id, Path(root)))
     targets = []
     for source_id, folders in by_source.items():
@@ -142,14 +147,16 @@ def sync(
     name: str | None = None,
     checkout: bool = False,
     scope_of: Callable[[Path], str] | None = None,
+    seen: Callable[[str], bool] | None = None,
 ) -> SyncReport:
-    """Register `paths` as sources (none: every checkout on this machine) and bring the index up to
-    date; `name` names the one source when a single path is given, and with `checkout` that path
-    may be another checkout of the source already named so (ADR 0019)."""
+    """Register `paths` as sources (none: every checkout on this machine, or those of the sources
+    `seen` accepts) and bring the index up to date; `name` names the one source when a single path
+    is given, and with `checkout` that path may be another checkout of the source already named so
+    (ADR 0019)."""
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
-    targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report)
+    targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report, seen)
     sizing = _Sizing(models if embed else None)
 
     for checkout_id, source_id, root in targets:
