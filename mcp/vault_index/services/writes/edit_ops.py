@@ -65,7 +65,20 @@ class Refusal(Exception):
 
 def compose(service: WriteService, caller: Caller, request: EditRequest, target: Target, old: str | None,
             version: str | None, alive) -> str | WriteOutcome:
-    """The note's new text under the lock, or the outcome that stops the write."""
+    """The note's new text under the lock, or the outcome that stops the write.
+
+    Trigger: on a note with CR-only line endings (old Mac files) the headings were found by line
+    but the text was split on LF, so replace_section appended its text at the end (issue 36).
+    Outcome: such a note is edited as LF text and written back with CR alone.
+    """
+    if old is not None and "\r" in old and "\n" not in old:
+        composed = _compose(service, caller, request, target, old.replace("\r", "\n"), version, alive)
+        return composed.replace("\r\n", "\n").replace("\n", "\r") if isinstance(composed, str) else composed
+    return _compose(service, caller, request, target, old, version, alive)
+
+
+def _compose(service: WriteService, caller: Caller, request: EditRequest, target: Target, old: str | None,
+             version: str | None, alive) -> str | WriteOutcome:
     from vault_index.services.writes import notes
     from vault_index.services.writes.write_types import WriteOutcome, WriteRequest
 

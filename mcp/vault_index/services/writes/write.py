@@ -240,13 +240,17 @@ class WriteService:
             return WriteOutcome("invalid", target.rel, f"{target.rel} is not UTF-8 text; fix its encoding first",
                                 version=fileio.file_version(old))
         version = fileio.file_version(old)
-        composed = compose(target, old_text, version, lock.refresh)
+        # Trigger: on a note saved with a UTF-8 byte order mark, the frontmatter was not found and a
+        # prepend pushed it into the body (issue 36). Outcome: the operations see the text as the
+        # index reads it (utf-8-sig), and the mark is written back where it was.
+        bom = "\ufeff" if old_text and old_text.startswith("\ufeff") else ""
+        composed = compose(target, old_text[len(bom):] if old_text is not None else None, version, lock.refresh)
         started = times.mark("compose", started)
         if isinstance(composed, WriteOutcome):
             if composed.status == "stale":
                 self._record_rejection(target, composed, caller, request_id)
             return composed
-        data = composed.encode("utf-8")
+        data = (bom + composed).encode("utf-8")
         if data == old:
             return WriteOutcome("unchanged", target.rel, f"{target.rel} already holds that text", version=version)
         lock.refresh()
