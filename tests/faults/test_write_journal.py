@@ -187,3 +187,45 @@ def test_a_person_who_edits_a_note_after_the_crash_keeps_their_edit(root):
     # the change may or may not be in what they saved: never applied again, and the answer says so
     assert retry.status == "stale" and "cut short" in retry.message
     assert (root / "work" / "plan.md").read_text() == "the person rewrote it\n"
+
+
+def test_a_server_that_opens_the_vault_finishes_a_move_cut_short(root, open_app, tmp_path):
+    from vault_index.surfaces.tool_context import ToolContext, _Vaults
+    from vault_index.surfaces.tools_notes import note_read
+
+    move = MoveRequest("work/plan.md", "archive/plan.md", request_id="r-start")
+    assert killed_at("renamed", lambda: service(root).move(ME, move)) == -signal.SIGKILL
+    app = open_app(None)
+    app.index([str(root)])
+    app.serve_from(root)
+    tc = ToolContext(app, tmp_path / "memory.jsonl", lambda vault, ctx: ME, _Vaults(app, root))
+    assert note_read(tc, "notes/other.md", None).status == "ok"  # the first tool call of the server
+    assert all("(../archive/plan.md)" in (root / "notes" / f"l{n}.md").read_text() for n in range(3))
+    assert len(request_commits(root, "r-start")) == 1
+    indexed = app.store.file_state(str((root / "archive" / "plan.md").resolve()))
+    assert indexed is not None and app.store.file_state(str((root / "work" / "plan.md").resolve())) is None
+
+
+def test_a_move_killed_between_git_add_and_git_commit_is_committed_whole(root, monkeypatch):
+    """The old name's removal was staged by the killed writer's `git add`: the retry's commit holds it
+    (a first fix left it staged, and `git add` refused the name that is neither on disk nor staged)."""
+    from vault_index.services.writes import provenance
+
+    move = MoveRequest("work/plan.md", "archive/plan.md", request_id="r-git")
+    real_git = provenance._git
+
+    def killed_before_the_commit():
+        def git_then_die(root_, env, *args, **kwargs):
+            if args and "commit" in args:
+                kill_me()
+            return real_git(root_, env, *args, **kwargs)
+
+        monkeypatch.setattr(provenance, "_git", git_then_die)
+        service(root).move(ME, move)
+
+    assert killed_at("none", killed_before_the_commit) == -signal.SIGKILL
+    assert "R  work/plan.md -> archive/plan.md" in git(root, "status", "--porcelain")  # staged by the killed writer
+    retry = service(root).move(ME, move)
+    assert retry.status == "written" and retry.commit, retry
+    assert git(root, "status", "--porcelain") == ""
+    assert "work/plan.md" not in git(root, "ls-tree", "-r", "--name-only", retry.commit)

@@ -90,10 +90,18 @@ def commit_many(root: Path, rels: list[str], *, identity: str, agent: str | None
         TRAILERS, (agent, role, request_id, "move"), strict=True))
     why = "".join(c for c in " ".join(why.split()) if c.isprintable())  # one line: no control character forges one
     message = f"{_line('vault: ' + subject)[:120]}\n\n{why}\n\n{trailers}\n"
-    tracked = set(_git(root, env, "ls-files", "-z", "--", *(f":(literal){r}" for r in rels)).split("\0"))
+    literal = [f":(literal){r}" for r in rels]
+    indexed = set(_git(root, env, "ls-files", "-z", "--", *literal).split("\0"))
+    tracked = set(indexed)
+    with contextlib.suppress(ProvenanceError):  # no HEAD yet: nothing committed to remove
+        # Trigger: a move cut short after `git add` had staged the old name's removal; finishing it
+        # left that removal staged (the index no longer lists the name). Outcome: HEAD's names count.
+        tracked |= set(_git(root, env, "ls-tree", "-z", "-r", "--name-only", "HEAD", "--", *literal).split("\0"))
     # a path that is gone and was never committed (an untracked note moved) names nothing git knows
     specs = [f":(literal){r}" for r in dict.fromkeys(rels) if r in tracked or (root / r).exists()]
-    _git(root, env, "add", "-A", "--", *specs)
+    # `add` refuses a name neither on disk nor in the index (its removal is staged already): commit it only
+    _git(root, env, "add", "-A", "--", *[f":(literal){r}" for r in dict.fromkeys(rels)
+                                          if r in indexed or (root / r).exists()])
     _git(root, env, "-c", "commit.gpgsign=false", "commit", "--only", "--quiet", "--no-edit", "-F", "-",
          "--", *specs, stdin=message)
     return _git(root, env, "rev-parse", "HEAD").strip()
