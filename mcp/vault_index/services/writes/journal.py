@@ -18,8 +18,8 @@ Trigger: the answer used to be stored right after the replace, before the index 
 A writer killed there left a change no commit held, and its retry answered `written` from that
 record; a retry of a write killed before the record applied it a second time (issue 36).
 Why: the file, the index and the commit are three places with no record tying them together.
-Outcome: the journal row ties them, and it is on disk (synchronous=FULL: fsync'd) before the
-file changes. docs/adr/0035-write-journal.md says why here and not in the index or beside .git.
+Outcome: the journal row ties them, and it is on disk (fsync'd) before the file changes.
+docs/adr/0035-write-journal.md says why here and not in the index or beside .git.
 """
 
 from __future__ import annotations
@@ -91,8 +91,10 @@ class RequestLog:
 
     Trigger: opening SQLite and declaring the tables cost ~20 ms a write on this machine.
     Why: the record is a stage inside the document lock, so it adds to every writer's wait.
-    Outcome: connections are cached per thread; synchronous=FULL so an intent is on disk before
-    the file it names changes (one fsync of the WAL per transaction: two a write).
+    Outcome: connections are cached per thread. An intent is written with synchronous=FULL (the
+    WAL fsync'd: on disk before the file it names changes); the rest with NORMAL, which a power cut
+    can undo but a crash cannot. A lost answer is harmless: its row is still there, and finishing it
+    again finds the file already written and the commit by its request-id trailer.
     """
 
     def __init__(self, root: Path) -> None:
@@ -107,7 +109,7 @@ class RequestLog:
             raise JournalError(f"{self.path} is a symlink; remove it (vault-index keeps its state there)")
         db = sqlite3.connect(self.path, timeout=15.0, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE IF NOT EXISTS requests (request_id TEXT PRIMARY KEY, path TEXT NOT NULL, "
                    "outcome TEXT NOT NULL, at REAL NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS rejections (at REAL NOT NULL, path TEXT NOT NULL, status TEXT NOT NULL, "
@@ -143,8 +145,13 @@ class RequestLog:
     def begin(self, intent: Intent) -> None:
         """Record `intent` durably (before any file changes); replaces a row of the same key."""
         row = {**asdict(intent), "pid": os.getpid(), "at": time.time()}
-        self._connect().execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)",
-                                (intent.key, json.dumps(row), INTENT, row["at"]))
+        db = self._connect()
+        db.execute("PRAGMA synchronous=FULL")  # this one transaction reaches the disk before we go on
+        try:
+            db.execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)", (intent.key, json.dumps(row), INTENT,
+                                                                              row["at"]))
+        finally:
+            db.execute("PRAGMA synchronous=NORMAL")
 
     def finish(self, key: str, path: str, outcome: dict | None) -> None:
         """The write is done: its answer stored (None: none to store) and its intent removed, at once."""
