@@ -284,3 +284,57 @@ def test_the_person_own_collection_in_a_vault_is_still_the_folder(tmp_path):
     caller = Caller.local(service.vault, agent="claude-code")
     assert service.write(caller, WriteRequest("append", "research/x.md", body="more")).status == "written"
     assert "updated: 2026-03-01" in (root / "research" / "x.md").read_text()
+
+
+# --- issue 36 item 11: a request's work is bounded by the note's size and structure ---
+
+
+def test_replace_section_on_a_note_of_sixty_thousand_headings_is_refused_before_any_parse(tmp_path):
+    import time
+
+    from vault_index.services.writes.note_limits import MAX_NOTE_HEADINGS
+
+    body = "".join(f"## h{i}\n\nx\n\n" for i in range(60_000))
+    root, service, caller = _plain(tmp_path, "big.md", body.encode())
+    started = time.perf_counter()
+    outcome = service.edit(caller, EditRequest("replace_section", "big.md", text="new", heading="h59990",
+                                               base_version=fileio.file_version(body.encode())))
+    elapsed = time.perf_counter() - started
+    assert outcome.status == "invalid" and "replace the note whole" in outcome.problems[0]["message"], outcome
+    assert elapsed < 2.0, elapsed  # old code: 19-35 s holding the server's lock (36 s here)
+    few = "".join(f"## h{i}\n\nx\n\n" for i in range(MAX_NOTE_HEADINGS - 10))
+    (root / "few.md").write_text(few)
+    started = time.perf_counter()
+    assert service.edit(caller, EditRequest("replace_section", "few.md", text="new", heading="h5",
+                                            base_version=version_of(root, "few.md"))).status == "written"
+    assert time.perf_counter() - started < 5.0  # the largest note it edits: bounded (about 0.5 s here)
+
+
+def test_a_write_may_not_make_a_note_of_more_headings_than_the_limit(tmp_path):
+    from vault_index.services.writes.note_limits import MAX_NOTE_HEADINGS
+    from vault_index.services.writes.write import WriteRequest
+
+    root, service, caller = _plain(tmp_path, "small.md", b"# Small\n")
+    many = "".join(f"# h{i}\n" for i in range(MAX_NOTE_HEADINGS + 1))
+    made = service.write(caller, WriteRequest("create", "made.md", body=many))
+    appended = service.write(caller, WriteRequest("append", "small.md", body=many))
+    assert (made.status, appended.status) == ("invalid", "invalid")  # old code: written, then 12 s to index
+    assert "split it into several notes" in made.problems[0]["message"]
+    assert not (root / "made.md").exists() and (root / "small.md").read_text() == "# Small\n"
+
+
+def test_a_long_list_note_is_not_parsed_by_replace_section(tmp_path):
+    body = "# T\n\n## S\n\nx\n\n" + "".join(f"- item {i}\n" for i in range(150_000))
+    root, service, caller = _plain(tmp_path, "list.md", body.encode())
+    outcome = service.edit(caller, EditRequest("replace_section", "list.md", text="new", heading="S",
+                                               base_version=fileio.file_version(body.encode())))
+    assert outcome.status == "invalid" and "150,007 lines" in outcome.problems[0]["message"]  # old code: 10-15 s
+
+
+def test_headings_are_found_in_one_pass():
+    body = "# T\n\n" + "".join(f"## h{i}\n\nx\n\n### h{i}.1\n\ny\n\n" for i in range(500))
+    found = find_heading(body, "h499")
+    assert (found.level, found.end) == (2, len(body.split("\n")))
+    assert find_heading(body, "h3").end == find_heading(body, "h4").start
+    assert find_heading(body, "h3 > h3.1").end == find_heading(body, "h4").start
+    assert find_heading(body, "T").end == len(body.split("\n"))

@@ -23,13 +23,13 @@ from vault_index.errors import UnsafePathError
 from vault_index.services.vault import frontmatter as fm
 from vault_index.services.vault.vault import not_visible
 from vault_index.services.writes import write_hooks
+from vault_index.services.writes.note_limits import MAX_BODY_CHARS, body_problems  # noqa: F401 - notes.MAX_BODY_CHARS
 
 if TYPE_CHECKING:
     from vault_index.services.writes.write import WriteService
     from vault_index.services.writes.write_types import Caller, Target, WriteOutcome, WriteRequest
 
 PROTECTED = ("created", "updated", "updated_by")  # stamped by the service, never taken from a caller
-MAX_BODY_CHARS = 2_000_000
 
 
 def compose(service: WriteService, caller: Caller, request: WriteRequest, target: Target, old: str | None,
@@ -133,10 +133,7 @@ def _plain(service: WriteService, request: WriteRequest, target: Target, old: st
     if changes and fm.parse(old or "")[2]:
         problems.append(fm.problem("frontmatter", "unreadable", "fix the note's frontmatter before changing its "
                                    "fields"))
-    if "\x00" in body:
-        problems.append(fm.problem("body", "text", "the body holds a NUL character"))
-    if len(body) > MAX_BODY_CHARS:
-        problems.append(fm.problem("body", "size", f"the body is over {MAX_BODY_CHARS:,} characters"))
+    problems += body_problems(body)
     if problems:
         return _invalid(target, problems, version)
     return set_fields(head, changes) + body
@@ -196,10 +193,7 @@ def _apply(service: WriteService, request: WriteRequest, target: Target, old_fie
             else:
                 fields["superseded_by"] = found
         fields["status"] = "deprecated"
-    if "\x00" in body:
-        problems.append(fm.problem("body", "text", "the body holds a NUL character"))
-    if len(body) > MAX_BODY_CHARS:
-        problems.append(fm.problem("body", "size", f"the body is over {MAX_BODY_CHARS:,} characters"))
+    problems += body_problems(body)
     if target.collection:  # the folder decides; a declared other collection was reported above
         fields["collection"] = target.collection
     else:
