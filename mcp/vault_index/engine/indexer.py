@@ -90,7 +90,10 @@ def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | 
     if looks_binary(raw):
         return None, raw, "skipped: binary file", info
     try:
-        return raw.decode("utf-8-sig"), raw, None, info
+        # Trigger: PostgreSQL text cannot hold NUL, SQLite can: the stores held different text
+        # (issue 36). Outcome: a NUL past the binary sniff is U+FFFD in what either store indexes;
+        # the file's hash, taken from the raw bytes, is unchanged.
+        return raw.decode("utf-8-sig").replace("\x00", "\ufffd"), raw, None, info
     except UnicodeDecodeError as exc:
         return None, raw, f"skipped: not UTF-8 (byte {exc.start})", info
 
