@@ -229,3 +229,20 @@ def test_a_move_killed_between_git_add_and_git_commit_is_committed_whole(root, m
     assert retry.status == "written" and retry.commit, retry
     assert git(root, "status", "--porcelain") == ""
     assert "work/plan.md" not in git(root, "ls-tree", "-r", "--name-only", retry.commit)
+
+
+def test_a_write_whose_commit_failed_is_committed_by_its_retry_once_git_works(root):
+    """git's index.lock, left by a person's git: the write is `written`, says it is not committed
+    and how to finish it; the retry with the same request id commits it (old code: the retry
+    answered the first `written`, never committed)."""
+    (root / ".git" / "index.lock").write_text("")
+    append = WriteRequest("append", "work/plan.md", body="while git was locked", request_id="r-locked")
+    first = service(root).write(ME, append)
+    assert first.status == "written" and first.commit is None
+    assert any("commits it once git works again" in n for n in first.notices), first.notices
+    (root / ".git" / "index.lock").unlink()
+    other = service(root).write(ME, WriteRequest("append", "notes/other.md", body="unrelated"))
+    assert other.commit and request_commits(root, "r-locked") == []  # ordinary writes leave it a minute
+    retry = service(root).write(ME, append)
+    assert retry.status == "written" and request_commits(root, "r-locked") == [retry.commit]
+    assert (root / "work" / "plan.md").read_text().count("while git was locked") == 1

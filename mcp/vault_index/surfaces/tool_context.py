@@ -93,7 +93,7 @@ class ToolContext:
         try:
             vault = self.vaults.get()
             with self.lock:  # the re-index goes through the shared connection
-                self.writer_for(vault).recover()
+                self.writer_for(vault).recover(everything=True)
         except Exception as exc:  # noqa: BLE001 - the retry or the next write finishes them instead
             tool_errors.log_failure("recover_writes", exc)
 

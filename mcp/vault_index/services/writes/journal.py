@@ -39,6 +39,9 @@ from vault_index.errors import VaultIndexError
 REQUESTS_DB = "requests.sqlite"
 FAULT_ENV = "VAULT_INDEX_FAULT_AT"  # tests: "replaced" kills the writer there, "replaced:0.2" sleeps 0.2 s
 INTENT, UNCOMMITTED = "intent", "uncommitted"  # a row's state: cut short, or its commit failed
+# a row whose commit failed (git's index.lock left behind) is tried again by ordinary writes at most
+# this often: a broken repository must not cost every write a failing git call
+RETRY_UNCOMMITTED_S = 60.0
 
 
 class JournalError(VaultIndexError):
@@ -168,7 +171,8 @@ class RequestLog:
             raise
 
     def mark(self, key: str, state: str) -> None:
-        self._connect().execute("UPDATE journal SET state = ? WHERE request_key = ?", (state, key))
+        """A row's new state; its time is now (an `uncommitted` row waits RETRY_UNCOMMITTED_S)."""
+        self._connect().execute("UPDATE journal SET state = ?, at = ? WHERE request_key = ?", (state, time.time(), key))
 
     def drop(self, key: str) -> None:
         """The intent never landed (refused at the replace, a lost race): nothing to finish."""
@@ -180,13 +184,14 @@ class RequestLog:
         row = self._connect().execute("SELECT intent, state FROM journal WHERE request_key = ?", (key,)).fetchone()
         return _intent(*row) if row else None
 
-    def pending(self, states: tuple[str, ...] = (INTENT, UNCOMMITTED)) -> list[Intent]:
-        """The writes in flight or cut short, oldest first (normally none)."""
+    def pending(self, uncommitted_before: float | None = None) -> list[Intent]:
+        """The writes in flight or cut short, oldest first (normally none). `uncommitted_before`: of
+        the rows whose commit failed, only those last tried before that time (None: all of them)."""
         if not self._exists():
             return []
-        marks = ",".join("?" * len(states))
-        rows = self._connect().execute(f"SELECT intent, state FROM journal WHERE state IN ({marks}) ORDER BY at",
-                                       states).fetchall()
+        cutoff = float("inf") if uncommitted_before is None else uncommitted_before
+        rows = self._connect().execute("SELECT intent, state FROM journal WHERE state = ? OR (state = ? AND at < ?) "
+                                       "ORDER BY at", (INTENT, UNCOMMITTED, cutoff)).fetchall()
         return [_intent(*row) for row in rows]
 
     # --- rejections ---------------------------------------------------------------------------

@@ -44,16 +44,20 @@ def finish_own(service: WriteService, intent: Intent, held: dict) -> WriteOutcom
 
 def settle_path(service: WriteService, rel: str, held: dict) -> None:
     """Finish the rows of writers that died on `rel` (the caller holds its lock): before this write's change."""
-    for intent in service.requests.pending():
+    try:
+        rows = service.requests.pending()
+    except Exception:  # noqa: BLE001 - an unreadable journal: the write's own record refuses it if it must
+        return
+    for intent in rows:
         if rel in intent.paths:
             _recover(service, intent, held, 0.0)
 
 
-def sweep(service: WriteService, states: tuple[str, ...] = (journal.INTENT,)) -> int:
+def sweep(service: WriteService, uncommitted_before: float | None) -> int:
     """Finish rows whose writer died (their locks are free); how many were settled. Never raises."""
     settled = 0
     try:
-        for intent in service.requests.pending(states)[:SWEEP_LIMIT]:
+        for intent in service.requests.pending(uncommitted_before)[:SWEEP_LIMIT]:
             settled += _recover(service, intent, {}, 0.0) is not BUSY
     except Exception:  # noqa: BLE001, S110 - a sweep is housekeeping: the write at hand goes on
         pass
@@ -245,7 +249,10 @@ def retried(service: WriteService, caller: Caller, request_id: str, target: Targ
     cut short); None when this request is to be written (new, or its first try never landed)."""
     answered = service._answered(caller, request_id)
     if answered is None:
-        pending = service.requests.intent(service._request_key(caller, request_id))
+        try:
+            pending = service.requests.intent(service._request_key(caller, request_id))
+        except Exception:  # noqa: BLE001 - unreadable: the write's own record refuses it (nothing written)
+            return None
         if pending is None:
             return None
         if digest and pending.digest and digest != pending.digest:

@@ -58,7 +58,6 @@ class WriteService:
         self.clock = clock
         self.lock_wait = lock_wait
         self.requests = journal.RequestLog(vault.root)  # answers, the writes in flight, rejections
-        self._swept = False  # rows of every state are finished at this service's first write
         self.last_times = StageTimes()
 
     # --- public API --------------------------------------------------------------------------
@@ -311,15 +310,13 @@ class WriteService:
         except Exception:  # noqa: BLE001, S110 - the next write finds the file unchanged and drops the row
             pass
 
-    def recover(self) -> int:
+    def recover(self, everything: bool = False) -> int:
         """Finish the writes of this vault that were cut short (their writers died); how many.
-        The first call finishes every row, later ones only rows never begun again (commits that
-        failed are retried by their retry or the next start, not by every write)."""
+        `everything` (a server opening the vault): every row; else rows never begun again, and rows
+        whose commit failed once a minute at most (journal.RETRY_UNCOMMITTED_S)."""
         from vault_index.services.writes import recovery
 
-        states = (journal.INTENT,) if self._swept else (journal.INTENT, journal.UNCOMMITTED)
-        self._swept = True
-        return recovery.sweep(self, states)
+        return recovery.sweep(self, None if everything else time.time() - journal.RETRY_UNCOMMITTED_S)
 
     # --- late stages -------------------------------------------------------------------------
 
