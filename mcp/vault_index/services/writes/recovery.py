@@ -75,9 +75,9 @@ def _recover(service: WriteService, intent: Intent, held: dict, wait: float) -> 
                 if rel not in folders:
                     folders[rel] = _open(stack, root, rel)
             _lock(stack, service, intent, folders, held, wait)
-        except WriteBusyError:
+        except (WriteBusyError, OSError):  # held by a live writer, or out of descriptors: later
             return BUSY
-        except (OSError, UnsafePathError) as exc:
+        except UnsafePathError as exc:  # a link or a FIFO where a note was: never written through
             return _answer(service, intent, WriteOutcome("failed", intent.paths[0], f"request {intent.request_id} "
                                                          f"was cut short and cannot be finished: {exc}"))
         again = service.requests.intent(intent.key)
@@ -125,6 +125,7 @@ def _finish_write(service: WriteService, intent: Intent, folders: dict) -> Write
         commit = _commit_once(service, caller, intent, [rel], notices)
         return _answer(service, intent, WriteOutcome("written", rel, f"{rel} written", version=after,
                                                      notices=tuple(notices), commit=commit, result=intent.result))
+    _reindex(service, [rel], notices)  # someone changed it since: the index follows what is there
     commit = _found(service, intent, rel)
     if commit is not None:
         return _answer(service, intent, WriteOutcome("written", rel, f"{rel} written (it has changed since)",
@@ -138,7 +139,7 @@ def _finish_move(service: WriteService, intent: Intent, folders: dict) -> WriteO
     source, target, *linkers = intent.paths
     src, dst = folders[source], folders[target]
     src_info, dst_info = _stat(src), _stat(dst)
-    if src_info is not None and dst_info is not None and _same(src_info, dst_info):
+    if src_info is not None and dst_info is not None and _same(src_info, dst_info) and src_info.st_nlink > 1:
         os.unlink(src[1], dir_fd=src[0])  # cut short between the hard link and the unlink: finish the rename
         src_info = None
     if src_info is not None or dst_info is None:  # never renamed (or the note is at neither name)
@@ -151,13 +152,14 @@ def _finish_move(service: WriteService, intent: Intent, folders: dict) -> WriteO
     changed = [source, target]
     for rel in [target, *linkers]:
         before, after = intent.versions[rel]
-        data, info = fileio.read_current(folders[rel][0], folders[rel][1], rel)
+        fd, name = folders[rel]
+        data, info = (None, None) if fd is None else fileio.read_current(fd, name, rel)
         now = fileio.file_version(data)
         if rel in intent.texts and now == before:
             from vault_index.engine.files.guarded_replace import replace_unchanged
 
-            done = replace_unchanged(folders[rel][0], folders[rel][1], intent.texts[rel].encode("utf-8"),
-                                     stat.S_IMODE(info.st_mode), data) is None
+            done = replace_unchanged(fd, name, intent.texts[rel].encode("utf-8"), stat.S_IMODE(info.st_mode),
+                                     data) is None
             now = after if done else now
         if now == after:
             changed.append(rel)
