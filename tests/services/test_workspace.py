@@ -83,6 +83,39 @@ def test_a_project_sees_personal_notes_and_its_own_docs_never_another_projects(e
         assert {h.path for h in app.search("zebrafish", "keyword", 10).hits} == {str(personal)}
 
 
+def test_an_agents_resync_without_paths_touches_and_counts_its_own_workspace_only(env, monkeypatch):
+    """Issue 36 item 13: index_paths with no paths re-synced every workspace and counted their files."""
+    personal = note(env / "home" / "notes", "n.md", "personal")
+    a, b = project(env / "a"), project(env / "b")
+    note(a / "docs", "x.md", "alpha")
+    theirs = note(b / "docs", "y.md", "beta")
+    note(b / "docs", "z.md", "beta too")
+    monkeypatch.chdir(env / "home")
+    with _open() as app:
+        app.index([str(personal.parent)])
+    for proj in (a, b):
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(proj))
+        with _open() as app:
+            app.adopt_workspace()
+    theirs.write_text("# y.md\n\nbeta, edited by b's person\n")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(a))
+    with _open() as app:
+        report = app.index(None, by_agent=True)
+        # old code: 4 scanned, b's edit indexed (1) and counted in a's answer
+        assert (report.scanned, report.indexed, report.unchanged) == (2, 0, 2)
+        stored = app.store.file_state(str(theirs))
+        assert stored is not None and stored.hash != _sha(theirs)  # b's note waits for b's own sync
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(b))
+    with _open() as app:
+        assert app.index(None, by_agent=True).indexed == 1
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 @pytest.mark.parametrize("folder", ["docs", "notes"])
 def test_a_write_that_makes_the_projects_folder_is_found_by_the_next_search(env, monkeypatch, folder):
     """The first lesson of a new project makes docs/lessons.md: that folder did not exist when the

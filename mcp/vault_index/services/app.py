@@ -129,8 +129,9 @@ class App:
 
     def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False,
               name: str | None = None, checkout: bool = False) -> SyncReport:
-        """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
-        (MCP), which may add only what services/access/boundaries.py allows; the person (CLI) adds anything.
+        """Register `paths` (none: every source; an agent's: every source its workspace sees) and sync.
+        `by_agent`: the paths come from an agent (MCP), which may add only what
+        services/access/boundaries.py allows; the person (CLI) adds anything.
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
         if by_agent and name:  # the store's refusal would name the other workspace's folder
             owner = self.store.source_names().get(name)
@@ -161,8 +162,11 @@ class App:
         from vault_index.engine import indexer
 
         scope_of = partial(self._scope_of, by_agent=by_agent)
+        # Trigger: an agent's index_paths with no paths re-synced every workspace's sources and
+        # counted their files in its answer (issue 36). Outcome: an agent re-syncs what it sees.
+        seen = self._seen() if by_agent and not paths else None
         report = indexer.sync(self.store, self.models, paths or None, progress, name=name, checkout=checkout,
-                              scope_of=scope_of)
+                              scope_of=scope_of, seen=seen)
         if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
             with self.store.transaction() as db:
                 self.store.set_meta(db, "embed_model", "")

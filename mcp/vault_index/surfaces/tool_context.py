@@ -83,8 +83,19 @@ class ToolContext:
             except Exception as exc:  # noqa: BLE001 - the index as it is still answers
                 tool_errors.log_failure("adopt_workspace", exc)
             self.adopted.set()
+        self.recover_writes()
         if worker is not None:
             worker.join(ADOPT_VECTORS_WAIT_S)  # after the lock: the worker takes it
+
+    def recover_writes(self) -> None:
+        """At the server's start, finish this vault's writes that a crash cut short (a move's links
+        rewritten, a change committed: services/writes/recovery.py); later ones, at the next write."""
+        try:
+            vault = self.vaults.get()
+            with self.lock:  # the re-index goes through the shared connection
+                self.writer_for(vault).recover(everything=True)
+        except Exception as exc:  # noqa: BLE001 - the retry or the next write finishes them instead
+            tool_errors.log_failure("recover_writes", exc)
 
     def embed_adopted(self) -> None:
         with self.index_lock:

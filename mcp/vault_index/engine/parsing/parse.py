@@ -88,8 +88,22 @@ def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
                 return {}, "frontmatter is not a mapping of keys to values", i + 1
             if _data_depth(data) > MAX_FRONTMATTER_DEPTH:
                 return {}, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels and was not read", i + 1
-            return {str(k): v for k, v in data.items()}, None, i + 1
+            return {_no_nul(str(k)): _no_nul(v) for k, v in data.items()}, None, i + 1
     return {}, None, 0
+
+
+def _no_nul(value):
+    """`value` with every NUL in its strings as U+FFFD (YAML's "\\0" escape makes one in a file that
+    has none). Trigger: PostgreSQL text cannot hold NUL: a note whose frontmatter held one was
+    searchable there yet reported skipped at every sync, and its links never resolved (issue 36).
+    Outcome: both stores index the same U+FFFD. Depth is bounded by MAX_FRONTMATTER_DEPTH (checked first)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nul(v) for v in value]
+    return value
 
 
 def _load_yaml(raw: str):

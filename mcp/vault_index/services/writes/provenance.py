@@ -9,24 +9,20 @@ the caller; trailers carry what git has no field for:
     Vault-Request-Id: 7f3c...          (a retry with this id is answered from the first outcome)
     Vault-Operation: replace
 
-`history(root, path)` reads them back with `git log`, following the note's renames. Request ids and rejected (stale)
-writes are also kept in a small SQLite file under `.vault-index/` (git-ignored, local) so a
-retry after a restart is answered without writing again, even where commits are off.
+`history(root, path)` reads them back with `git log`, following the note's renames (never copies),
+and `request_commit` finds the commit of one request id (how a write cut short learns whether
+its commit landed). Request ids, the writes in flight and rejected (stale) writes are kept in
+services/writes/journal.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-import sqlite3
 import subprocess
-import threading
-import time
 from pathlib import Path
 
-from vault_index.engine.files.fileio import STATE_DIR
 from vault_index.errors import VaultIndexError
 from vault_index.services.vault.safe_git import git_argv  # the repository's hooks, fsmonitor and filters never run
 
@@ -34,7 +30,6 @@ TRAILERS = ("Vault-Agent", "Vault-Role", "Vault-Request-Id", "Vault-Operation")
 GIT_TIMEOUT_S = 30.0
 MAX_HISTORY = 500
 MAX_RENAMES_FOLLOWED = 50  # a note moved more often than this shows its history from the 50th move on
-REQUESTS_DB = "requests.sqlite"
 _IDENTITY = re.compile(r"^\s*(?P<name>[^<>]*?)\s*(?:<(?P<email>[^<>]*)>)?\s*$")
 
 
@@ -83,6 +78,34 @@ def commit(root: Path, rel: str, *, identity: str, agent: str | None, role: str 
         with contextlib.suppress(ProvenanceError):
             _git(root, env, "reset", "--quiet", "--", spec)
         raise
+    return _git(root, env, "rev-parse", "HEAD").strip()
+
+
+def commit_many(root: Path, rels: list[str], *, identity: str, agent: str | None, role: str | None,
+                request_id: str, why: str, subject: str) -> str:
+    """One commit of several paths (a move: the old name's removal, the new name, the rewritten links),
+    with the trailers of `commit`; a path gone and never committed is left out."""
+    name, email = split_identity(identity)
+    env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+           "GIT_COMMITTER_EMAIL": email, "GIT_TERMINAL_PROMPT": "0"}
+    trailers = "\n".join(f"{key}: {_line(value)}" for key, value in zip(
+        TRAILERS, (agent, role, request_id, "move"), strict=True))
+    why = "".join(c for c in " ".join(why.split()) if c.isprintable())  # one line: no control character forges one
+    message = f"{_line('vault: ' + subject)[:120]}\n\n{why}\n\n{trailers}\n"
+    literal = [f":(literal){r}" for r in rels]
+    indexed = set(_git(root, env, "ls-files", "-z", "--", *literal).split("\0"))
+    tracked = set(indexed)
+    with contextlib.suppress(ProvenanceError):  # no HEAD yet: nothing committed to remove
+        # Trigger: a move cut short after `git add` had staged the old name's removal; finishing it
+        # left that removal staged (the index no longer lists the name). Outcome: HEAD's names count.
+        tracked |= set(_git(root, env, "ls-tree", "-z", "-r", "--name-only", "HEAD", "--", *literal).split("\0"))
+    # a path that is gone and was never committed (an untracked note moved) names nothing git knows
+    specs = [f":(literal){r}" for r in dict.fromkeys(rels) if r in tracked or (root / r).exists()]
+    # `add` refuses a name neither on disk nor in the index (its removal is staged already): commit it only
+    _git(root, env, "add", "-A", "--", *[f":(literal){r}" for r in dict.fromkeys(rels)
+                                          if r in indexed or (root / r).exists()])
+    _git(root, env, "-c", "commit.gpgsign=false", "commit", "--only", "--quiet", "--no-edit", "-F", "-",
+         "--", *specs, stdin=message)
     return _git(root, env, "rev-parse", "HEAD").strip()
 
 
@@ -184,64 +207,20 @@ def _renamed_from(root: Path, commit: str, rel: str) -> str | None:
     return None
 
 
-class RequestLog:
-    """Request ids already answered (so a retry is a no-op) and rejected stale writes, per vault.
+def request_commit(root: Path, rel: str, request_id: str, identity: str) -> str | None:
+    """The commit holding `rel` whose Vault-Request-Id trailer is `request_id`, by `identity`; else None.
 
-    SQLite in WAL mode under `.vault-index/` (git-ignored): it survives a restart and is shared by
-    every process writing the vault. One connection per thread, kept open.
-
-    Trigger: opening SQLite and declaring the tables cost ~20 ms a write on this machine.
-    Why: the record is a stage inside the document lock, so it adds to every writer's wait.
-    Outcome: connections are cached per thread; synchronous=NORMAL (WAL) gives up only the last
-    records on a power cut (a retry then writes again), never on a process crash.
+    A write cut short after its commit (before its journal row was closed) must not commit again;
+    one cut short before must. git's --grep finds candidates, the trailer and author decide.
     """
-
-    def __init__(self, root: Path) -> None:
-        self.path = root / STATE_DIR / REQUESTS_DB
-        self._local = threading.local()
-
-    def _connect(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            return db
-        if self.path.is_symlink():
-            raise ProvenanceError(f"{self.path} is a symlink; remove it (vault-index keeps its state there)")
-        db = sqlite3.connect(self.path, timeout=15.0, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("CREATE TABLE IF NOT EXISTS requests (request_id TEXT PRIMARY KEY, path TEXT NOT NULL, "
-                   "outcome TEXT NOT NULL, at REAL NOT NULL)")
-        db.execute("CREATE TABLE IF NOT EXISTS rejections (at REAL NOT NULL, path TEXT NOT NULL, status TEXT NOT NULL, "
-                   "request_id TEXT, caller TEXT, base_version TEXT, current_version TEXT)")
-        self._local.db = db
-        return db
-
-    def close(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local.db = None
-
-    def get(self, request_id: str) -> dict | None:
-        if getattr(self._local, "db", None) is None and not self.path.exists():
-            return None
-        row = self._connect().execute("SELECT outcome FROM requests WHERE request_id = ?", (request_id,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def put(self, request_id: str, path: str, outcome: dict) -> None:
-        self._connect().execute("INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?)",
-                                (request_id, path, json.dumps(outcome), time.time()))
-
-    def reject(self, path: str, status: str, request_id: str | None, caller: str, base_version: str | None,
-               current_version: str | None) -> None:
-        self._connect().execute("INSERT INTO rejections VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (time.time(), path, status, request_id, caller, base_version, current_version))
-
-    def rejections(self, path: str | None = None) -> list[dict]:
-        if getattr(self._local, "db", None) is None and not self.path.exists():
-            return []
-        query = "SELECT at, path, status, request_id, caller, base_version, current_version FROM rejections"
-        rows = self._connect().execute(query + (" WHERE path = ?" if path else "") + " ORDER BY at",
-                                       (path,) if path else ())
-        keys = ("at", "path", "status", "request_id", "caller", "base_version", "current_version")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+    name, email = split_identity(identity)
+    wanted = _line(request_id)
+    out = _git(root, dict(os.environ), "log", "-z", "--max-count=50", "-F", f"--grep=Vault-Request-Id: {wanted}",
+               "--format=%H%x00%an%x00%ae%x00%(trailers:key=Vault-Request-Id,valueonly,separator=%x20,unfold)",
+               "--", f":(literal){rel}")
+    values = out.split("\0")
+    for start in range(0, len(values) - 3, 4):
+        commit_id, author, mail, trailer = (v.strip("\n") for v in values[start:start + 4])
+        if trailer.strip() == wanted and (author, mail) == (name, email):
+            return commit_id.strip()
+    return None
