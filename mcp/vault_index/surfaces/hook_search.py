@@ -10,9 +10,8 @@ workspace's notes. Its answers:
 - {"status": "elsewhere"}: this server serves another workspace: the hook searches by itself;
 - {"status": "busy"}: a tool call held the lock past LOCK_WAIT_S: the hook searches by itself.
 
-After the handshake, when the project's settings keep prompt recall on, `warm_up` indexes the
-project's own folders (as the first tool call would) and runs one search, so the model and the
-vectors are loaded before the first prompt arrives rather than during it.
+Shortly after the handshake, when the project's settings keep prompt recall on, `warm_up` runs one
+search, so the model and the vectors are loaded before the first prompt arrives rather than during it.
 """
 
 from __future__ import annotations
@@ -31,6 +30,12 @@ from vault_index.surfaces import tool_errors
 # Why: the hook gives the whole exchange edit_client.SEARCH_TIMEOUT_S (1 s). Outcome: wait at most
 # this long for the lock, then say "busy" so the hook still has time to search by itself.
 LOCK_WAIT_S = 0.4
+# Trigger: the invariants' launch check starts a server, lists its tools and ends it; a warm-up at once
+# loaded the model in every such probe (a second of CPU, and index-fresh then saw the project's docs/
+# half adopted when the warm-up also indexed them). Outcome: wait this long first (a server that lives
+# is warm a second or two later; a prompt before that is searched by keywords), and never adopt here:
+# the project's folders are indexed by the first tool call, as before.
+WARM_UP_DELAY_S = 2.0
 MAX_ALREADY = hook_state.MAX_SESSION_NOTES
 
 
@@ -78,14 +83,18 @@ def warm_up(tc) -> threading.Thread | None:
     project = tc.app.workspace.root or Path.cwd()
     if not hook_state.read_settings(project)[0]["prompt_recall"]:
         return None
-    thread = threading.Thread(target=_warm, args=(tc,), name="vault-index-warm-up", daemon=True)
+    thread = threading.Thread(target=_warm, args=(tc,), name="vault-index-warm-up-wait", daemon=True)
     thread.start()
     return thread
 
 
 def _warm(tc) -> None:
+    import time
+
+    time.sleep(WARM_UP_DELAY_S)
+    # named now: only a thread that may be inside onnxruntime keeps the server from a normal exit
+    threading.current_thread().name = "vault-index-warm-up"  # (surfaces/shutdown.EMBEDDING_THREADS)
     try:
-        tc.adopt()
         with tc.lock:
             tc.app.search("warm up", mode=prompt_recall.HYBRID, limit=1)
     except Exception as exc:  # noqa: BLE001 - a cold server still answers, only slower
