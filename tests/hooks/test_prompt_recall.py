@@ -53,8 +53,8 @@ def env_for(project, db, **extra) -> dict[str, str]:
 
 
 def prompt(project, db, text: str, session: str, transcript="", **extra):
-    done = run_script("context_guard.py", prompt_payload(project, transcript, text, session), env_for(project, db, **extra),
-                      cwd=project)
+    done = run_script("context_guard.py", prompt_payload(project, transcript, text, session),
+                      env_for(project, db, **extra), cwd=project)
     return answer(done), done.stderr.decode()
 
 
