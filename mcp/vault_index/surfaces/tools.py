@@ -185,7 +185,8 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
     if status is None:
         return ("Long-term memory of markdown notes: search them with search_notes (or recall, which "
                 "also searches lessons and the memory graph) before answering questions about past work, "
-                "decisions, people or lessons, instead of guessing; cite the path and heading of each hit, "
+                "decisions, people or lessons, instead of guessing, passing keywords and a hypothetical "
+                "answer beside the question; cite the path and heading of each hit, "
                 "and open a note with get_note when a snippet is not enough. list_sources shows what you "
                 "may read. Curated vault notes: note_read, then note_write with the version you read.")
     sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
@@ -197,7 +198,8 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
     return (
         f"Long-term memory: {status['files']} markdown notes in {len(status['sources'])} sources "
         f"({sources}); {vectors}. Search these notes with search_notes before answering questions "
-        "about past work, decisions, people or lessons, instead of guessing; cite the path and "
+        "about past work, decisions, people or lessons, instead of guessing, passing keywords (the "
+        "notes' likely terms) and a hypothetical answer beside the question; cite the path and "
         "heading of each hit, and open a note with get_note when a snippet is not enough. "
         "index_paths adds a folder; list_sources shows what is indexed. "
         + (graph_summary(memory_file, visible) if memory_file else "")

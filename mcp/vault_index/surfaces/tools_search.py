@@ -58,8 +58,8 @@ def search_notes(
     hypothetical: Hypothetical = "",
 ) -> SearchOut:
     """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
-        snippet and decay. For a vague or paraphrased question, or one describing a situation
-        without the notes' likely words, add keywords, paraphrases or a hypothetical answer."""
+        snippet and decay. For any question about past work, also pass keywords (the notes' likely
+        terms) and a hypothetical answer (a sentence as a note might say it); paraphrases if vague."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
