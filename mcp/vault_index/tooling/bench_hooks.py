@@ -261,7 +261,6 @@ def _guard_on(transcript: Path, project: Path, runs: int, pct, full_parse: bool 
 def bench_prompt_hook(args, workdir: Path, pct, write_vault) -> dict:
     """The prompt hook from spawn to exit on a project of `--prompt-chunks` chunks, with the
     session's server and without it; the same prompts both ways."""
-    import anyio
     import numpy as np
 
     from vault_index.config import Settings
@@ -302,16 +301,30 @@ def bench_prompt_hook(args, workdir: Path, pct, write_vault) -> dict:
         if os.environ.get(key):
             env[key] = os.environ[key]
     prompts = make_queries(facts, runs, seed=13)
-    hook = [sys.executable, str(SCRIPTS / "context_guard.py")]
-    with open(workdir / "prompt-server-stderr.log", "w") as errlog:
-        served = anyio.run(_prompt_session, hook, prompts, project, transcript, env, errlog)
-    alone = _prompt_runs(hook, prompts, project, transcript, env, "alone")
+    served = prompt_hook_timings(project, env, prompts, transcript, server=True, log=workdir / "prompt-server.log")
+    alone = prompt_hook_timings(project, env, prompts, transcript, server=False)
     floor = [_spawn([sys.executable, "-c", "pass"], "", env)[0] for _ in range(max(3, runs // 3))]
     out = {"chunks": indexed, "runs": runs, "vectors": embedder.fingerprint if embedder is not None else
            f"off ({models.embed_error})", "python_c_pass": pct(floor)}
     for name, (times, who, injected) in (("with_server", served), ("without_server", alone)):
         out[name] = {**pct(times), "answered_by": who, "injected": f"{injected}/{len(times)}"}
     return out
+
+
+def prompt_hook_timings(project: Path, env: dict, prompts: list[str], transcript: Path, *, server: bool,
+                        log: Path | None = None) -> tuple[list[float], dict, int]:
+    """Spawn the prompt hook once per prompt as Claude Code does, in `project` with `env` (its index,
+    VAULT_INDEX_HOOK_TRACE set), with the session's server running (`server`: started over stdio with
+    the same env, warmed by one search) or without; (seconds per spawn from start to exit, who answered
+    -> count, prompts that injected something). The eval calls this on its corpora too."""
+    import anyio
+
+    hook = [sys.executable, str(SCRIPTS / "context_guard.py")]
+    env = {**env, "VAULT_INDEX_HOOK_TRACE": "1"}
+    if not server:
+        return _prompt_runs(hook, prompts, project, transcript, env, "alone")
+    with open(log or os.devnull, "w") as errlog:
+        return anyio.run(_prompt_session, hook, prompts, project, transcript, env, errlog)
 
 
 async def _prompt_session(hook, prompts, project, transcript, env, errlog):
@@ -331,8 +344,9 @@ async def _prompt_session(hook, prompts, project, transcript, env, errlog):
 def _prompt_runs(hook, prompts, project, transcript, env, tag: str) -> tuple[list[float], dict, int]:
     """(seconds per spawn, who answered -> count, prompts that injected something)."""
     times, who, injected = [], {}, 0
+    run = os.urandom(4).hex()  # a session per prompt, never one an earlier call used: nothing counts as injected before
     for n, prompt in enumerate(prompts):
-        payload = json.dumps({"session_id": f"bench-{tag}-{n}", "transcript_path": str(transcript),
+        payload = json.dumps({"session_id": f"bench-{tag}-{run}-{n}", "transcript_path": str(transcript),
                               "cwd": str(project), "permission_mode": "default",
                               "hook_event_name": "UserPromptSubmit", "prompt": prompt})
         seconds, done = _spawn(hook, payload, env)
