@@ -48,7 +48,11 @@ def decide(payload: dict) -> dict | None:
     settings, problem = hooks.read_settings(project)
     answer = dict(guard(project, session_id, transcript) or {})
     if answer.get("decision") != "block":  # a held prompt is not sent: nothing to add to it
-        context = recall.injection_text(payload, os.path.abspath(project), settings)
+        try:
+            context = recall.injection_text(payload, os.path.abspath(project), settings)
+        except Exception as exc:  # noqa: BLE001 - a broken index costs the recall, never the guard's answer
+            hooks.warn(f"prompt recall skipped: {type(exc).__name__}: {exc}")
+            context = ""
         if context:
             answer["hookSpecificOutput"] = {"hookEventName": "UserPromptSubmit", "additionalContext": context}
     notice = hooks.settings_notice(problem, session_id)
