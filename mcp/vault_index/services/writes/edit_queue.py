@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from vault_index.services.writes.edit_client import (  # the hook's side; re-exported for callers
@@ -78,11 +79,11 @@ def _same_user(conn: socket.socket) -> bool:
     return uid == os.getuid()
 
 
+@dataclass(frozen=True)
 class Search:
     """A search request read off the socket: the JSON object the hook sent."""
 
-    def __init__(self, request: dict):
-        self.request = request
+    request: dict
 
 
 def _read_request(conn: socket.socket) -> str | Search | None:
