@@ -306,17 +306,19 @@ def bench_prompt_hook(args, workdir: Path, pct, write_vault) -> dict:
     floor = [_spawn([sys.executable, "-c", "pass"], "", env)[0] for _ in range(max(3, runs // 3))]
     out = {"chunks": indexed, "runs": runs, "vectors": embedder.fingerprint if embedder is not None else
            f"off ({models.embed_error})", "python_c_pass": pct(floor)}
-    for name, (times, who, injected) in (("with_server", served), ("without_server", alone)):
-        out[name] = {**pct(times), "answered_by": who, "injected": f"{injected}/{len(times)}"}
+    for name, (times, who, injected, recall) in (("with_server", served), ("without_server", alone)):
+        out[name] = {**pct(times), "answered_by": who, "injected": f"{injected}/{len(times)}",
+                     "recall_inside_hook": pct(recall)}
     return out
 
 
 def prompt_hook_timings(project: Path, env: dict, prompts: list[str], transcript: Path, *, server: bool,
-                        log: Path | None = None) -> tuple[list[float], dict, int]:
+                        log: Path | None = None) -> tuple[list[float], dict, int, list[float]]:
     """Spawn the prompt hook once per prompt as Claude Code does, in `project` with `env` (its index,
     VAULT_INDEX_HOOK_TRACE set), with the session's server running (`server`: started over stdio with
     the same env, warmed by one search) or without; (seconds per spawn from start to exit, who answered
-    -> count, prompts that injected something). The eval calls this on its corpora too."""
+    -> count, prompts that injected something, seconds of the recall inside each run). The eval calls
+    this on its corpora too."""
     import anyio
 
     hook = [sys.executable, str(SCRIPTS / "context_guard.py")]
@@ -341,9 +343,10 @@ async def _prompt_session(hook, prompts, project, transcript, env, errlog):
         return await anyio.to_thread.run_sync(lambda: _prompt_runs(hook, prompts, project, transcript, env, "server"))
 
 
-def _prompt_runs(hook, prompts, project, transcript, env, tag: str) -> tuple[list[float], dict, int]:
-    """(seconds per spawn, who answered -> count, prompts that injected something)."""
-    times, who, injected = [], {}, 0
+def _prompt_runs(hook, prompts, project, transcript, env, tag: str) -> tuple[list[float], dict, int, list[float]]:
+    """(seconds per spawn, who answered -> count, prompts that injected something, seconds of the
+    recall inside the hook by its trace: the search and its socket, without start-up and imports)."""
+    times, who, injected, recall = [], {}, 0, []
     run = os.urandom(4).hex()  # a session per prompt, never one an earlier call used: nothing counts as injected before
     for n, prompt in enumerate(prompts):
         payload = json.dumps({"session_id": f"bench-{tag}-{run}-{n}", "transcript_path": str(transcript),
@@ -353,9 +356,12 @@ def _prompt_runs(hook, prompts, project, transcript, env, tag: str) -> tuple[lis
         times.append(seconds)
         line = next((x for x in done.stderr.splitlines() if x.startswith("prompt recall:")), "no trace")
         answered = line.split(";")[0].removeprefix("prompt recall: ")
+        inside = line.rsplit("; ", 1)[-1].removesuffix(" ms")
+        if inside.isdigit():
+            recall.append(int(inside) / 1000)
         who[answered] = who.get(answered, 0) + 1
         injected += bool(done.stdout.strip())
-    return times, who, injected
+    return times, who, injected, recall
 
 
 def _why(d: dict | None) -> str:
@@ -398,7 +404,8 @@ def render(h: dict | None) -> str:
                      f"{p['runs']} prompts; python -c pass {pair(p['python_c_pass'])}")
         for name in ("with_server", "without_server"):
             d = p[name]
-            lines.append(f"    {name.replace('_', ' '):15} {pair(d)}  answered by {d['answered_by']}; "
+            lines.append(f"    {name.replace('_', ' '):15} {pair(d)}  (the recall inside it "
+                         f"{pair(d.get('recall_inside_hook'))})  answered by {d['answered_by']}; "
                          f"injected {d['injected']}")
     else:
         lines.append(f"  prompt-time recall: {_why(p)}")
