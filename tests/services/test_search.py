@@ -205,6 +205,18 @@ def test_snippet_of_a_long_chunk_is_centred_on_the_query_word(tmp_path, open_app
     assert len(hit.snippet) <= 482
 
 
+def test_snippet_shows_the_lines_that_matched_not_the_records_status_line(tmp_path, open_app):
+    """Issue 39: a decision record's chunk opened with `Status: accepted`, and that was its snippet."""
+    root = tmp_path / "adr"
+    write(root, "0003-gateway.md", "# 0003: Gateway\n\nStatus: accepted\nDate: 2024-03-01\n\n"
+                                   "Every preflight goes through the gateway.\nThe gateway checks origins once.\n")
+    app = open_app(FakeEmbedder())
+    app.index([str(root)])
+    (hit,) = app.search("preflight origins", mode="keyword").hits
+    assert hit.snippet == "…Every preflight goes through the gateway.\nThe gateway checks origins once."
+    assert app.search("gateway", mode="keyword").hits[0].snippet.startswith("…Every preflight")
+
+
 def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, open_app):
     from helpers import FakeEmbedder, write
 
@@ -213,7 +225,8 @@ def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, o
     open_app(FakeEmbedder("model-a"), db_name="shared.db").index([str(vault)])
     other = open_app(FakeEmbedder("model-b"), db_name="shared.db")
     result = other.search("wombat", mode="hybrid")
-    assert result.vector_used
+    # issue 39 item 12: no chunk has a vector for this model, so no vector was used (it said so before)
+    assert not result.vector_used and result.mode == "keyword"
     assert any("no vectors for model-b" in n for n in result.notices)
     assert [h.path for h in result.hits] == [str(vault / "a.md")]  # the keyword side still answers
 
@@ -279,3 +292,23 @@ def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_pa
     best = next(h for h in notes if h.path == big[0].path)
     assert (best.line_start, best.more) == (big[0].line_start, len(big) - 1)
     assert {h.path for h in notes} == {h.path for h in chunks}
+
+
+def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_app):
+    """Issue 39 item 1: a source indexed but not yet embedded is named in every answer with
+    vectors, with its count; once embedded, the notice goes."""
+    from helpers import FakeEmbedder, write
+    from vault_index.engine import indexer
+
+    done, waiting = tmp_path / "done", tmp_path / "waiting"
+    write(done, "a.md", "# A\n\nwombat burrows at dusk\n")
+    write(waiting, "b.md", "# B\n\nwombat tunnels\n\n## More\n\nwombat diet\n")
+    app = open_app(FakeEmbedder("model-a"))
+    app.index([str(done)])
+    indexer.sync(app.store, app.models, [str(waiting)], embed=False)  # as a project's first, keyword-only pass
+    result = app.search("wombat", mode="hybrid")
+    assert result.vector_used
+    pending = [n for n in result.notices if "have no vectors yet" in n]
+    assert pending == [f"2 chunks of waiting ({waiting}) have no vectors yet: keyword-only for them"]
+    app.index([str(waiting)])  # the embedding catches up
+    assert not [n for n in app.search("wombat", mode="hybrid").notices if "no vectors" in n]

@@ -102,6 +102,26 @@ def test_a_write_that_makes_the_projects_folder_is_found_by_the_next_search(env,
         assert app.reindex_file(str(picture)) is None  # not a note of an adopted folder: no sync
 
 
+def test_a_projects_readme_is_searched_in_that_project_and_no_other_root_file(env, monkeypatch):
+    """Issue 39: how to run the service locally was in README.md, which no project indexed."""
+    a, b = project(env / "a"), project(env / "b")
+    readme = a / "README.md"
+    readme.write_text("# Billing\n\n## Run it locally\n\n`make serve-local` starts the walrus service on "
+                      "port 8080.\n", encoding="utf-8")
+    note(a, "CONTRIBUTING.md", "walrus contributors sign here")  # another root file: stays out
+    note(a / "src", "README.md", "walrus module internals")  # a README below the root: stays out
+    note(b, "README.md", "the other project's walrus")
+    for proj, own in ((a, readme), (b, b / "README.md")):
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(proj))
+        with _open() as app:
+            app.adopt_workspace()
+            assert {h.path for h in app.search("walrus service locally", "keyword", 10).hits} == {str(own)}
+            assert [s["path"] for s in app.sources()] == [str(own)]  # the file alone, not the project root
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")
+    with _open() as app:  # personal: neither README
+        assert app.search("walrus", "keyword", 10).hits == ()
+
+
 def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch):
     personal = note(env / "home" / "notes", "n.md", "quokka personal")
     vault = project(env / "vault")

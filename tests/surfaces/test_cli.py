@@ -123,7 +123,8 @@ def test_usage_and_not_found_errors_have_their_exit_codes(env, vault, tmp_path):
 def test_sources_remove_and_status(env, vault):
     run(env, "index", str(vault), "-s")
     sources = json.loads(run(env, "sources", "--json").stdout)
-    assert sources == [{"name": vault.name, "path": str(vault), "files": 4, "chunks": sources[0]["chunks"]}]
+    assert sources == [{"name": vault.name, "path": str(vault), "files": 4, "chunks": sources[0]["chunks"],
+                        "vectors": 0}]
     assert sources[0]["chunks"] > 4
     status = json.loads(run(env, "status", "--json").stdout)
     assert status["files"] == 4 and status["db"] == env["VAULT_INDEX_DB"] and status["vectors"] == 0

@@ -23,6 +23,7 @@ from vault_index.surfaces.cli_common import (
     role_filters,
     subqueries_from,
 )
+from vault_index.surfaces.cli_files import add_parsers as add_file_parsers
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -79,6 +80,8 @@ def cmd_index(app, args) -> int:
             _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
         for path, message in report.problems:
             _say(args, f"  {path}: {message}")
+        for notice in report.notices:
+            _say(args, notice)
         scopes = app.store.source_scopes()
         for raw in args.paths or []:
             path = str(Path(raw).expanduser().resolve())
@@ -88,10 +91,12 @@ def cmd_index(app, args) -> int:
     return 0
 
 
-def _adopt(app, args) -> None:
+def _adopt(app, args, embed: bool = True) -> None:
     """The terminal sees what the agent in this folder sees: the project's own docs/ and notes/
-    are brought up to date first (ADR 0020); quietly, unless something was indexed."""
-    report = app.adopt_workspace()
+    are brought up to date first (ADR 0020), with progress on stderr while it embeds (issue 39:
+    a first search sat silent for two minutes). `embed=False` (status, sources): keywords only,
+    no hidden work; what waits for vectors is reported instead."""
+    report = app.adopt_workspace(Progress(not args.silent), embed=embed)
     if report is not None and report.indexed:
         _say(args, f"indexed {report.indexed} notes of {app.workspace.describe()}")
 
@@ -143,14 +148,15 @@ def cmd_get(app, args) -> int:
 
 
 def cmd_sources(app, args) -> int:
-    _adopt(app, args)
+    _adopt(app, args, embed=False)
     sources = app.sources()
     if args.json:
         print(_json(sources))
     elif not sources:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
     for source in sources if not args.json else []:
-        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+        kind = f"  [{source['kind']}: another agent's memory, read-only]" if source.get("kind") else ""
+        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks){kind}")
         checkouts = source.get("checkouts", [])
         for checkout in checkouts if len(checkouts) > 1 else []:
             where = "this machine" if checkout["here"] else "not on this machine"
@@ -165,7 +171,7 @@ def cmd_remove(app, args) -> int:
 
 
 def cmd_status(app, args) -> int:
-    _adopt(app, args)
+    _adopt(app, args, embed=False)
     status = app.status(probe_models=True)
     status["notices"] = [*status["notices"], *_hook_notices(app)]
     if args.json:
@@ -174,7 +180,9 @@ def cmd_status(app, args) -> int:
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"workspace {status['workspace']['sees']}")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
-    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}), backend {status['vector_backend']}")
+    waiting = f", {status['vectors_pending']} chunks waiting for vectors" if status["vectors_pending"] else ""
+    print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}, "
+          f"backend {status['vector_backend']}")
     state = status["rerank_state"]
     print(f"rerank    {state}" + (f" ({status['rerank_model']})" if state == "on" else ""))
     for problem in status["problems"]:
@@ -307,7 +315,7 @@ def cmd_watch(app, args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from vault_index.services.search.search import DEFAULT_MODE, MODES
+    from vault_index.services.search.search import DEFAULT_MODE, MODES, RERANK_MODE
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -341,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
     p.add_argument("query", help="the question; '-' reads one query per line and prints JSON lines")
     p.add_argument("-n", type=int, default=10, help="number of hits (1-100, default 10)")
-    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help=f"default {DEFAULT_MODE} ({RERANK_MODE} with VAULT_RERANK=1)")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
     p.add_argument("--per-note", action="store_true", help="one hit per note (its best chunk; the rest counted)")
     p.add_argument("--path", help="only files under this path prefix")
@@ -384,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run each mode with the golden questions' agent sub-queries (rows '<mode> +sub')")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
+    p.add_argument("--prompts", help="with --suite: what the prompt hook injects for these unrelated prompts "
+                                     "(eval/prompts/unrelated.jsonl) and for each golden question")
     p.add_argument("--lockbox", action="store_true",
                    help="with --suite: score the lockbox corpora too (once, at the end: eval/LOCKBOX.md)")
     p.add_argument("--store", metavar="URL",
@@ -438,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
     add_token_parsers(sub, common)
     add_trust_parsers(sub, common)
+    add_file_parsers(sub, common)
     return parser
 
 

@@ -59,6 +59,7 @@ class IndexOut(BaseModel):
     vector_used: bool
     problems: list[str]
     seconds: float
+    notices: list[str] = []
 
 
 class RemoveOut(BaseModel):

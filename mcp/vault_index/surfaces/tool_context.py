@@ -19,7 +19,7 @@ from vault_index.config import content_dir, project_dir
 from vault_index.errors import VaultIndexError
 from vault_index.services.access.access import Scope, is_indexed, scope_for
 from vault_index.services.app import App
-from vault_index.services.curation import curation
+from vault_index.services.curation import adr, curation
 from vault_index.services.curation.recent import recent_activity
 from vault_index.services.workspace import other_vault, refuse_other_vault
 from vault_index.surfaces import tool_errors
@@ -174,7 +174,8 @@ def lessons_file(vault) -> Path:
 
 
 def adr_folder(vault) -> Path:
-    return Path(vault.root) / "docs" / "adr"
+    """docs/adr, or the decision-record series the project already has (adr.series_folder)."""
+    return adr.series_folder(vault.root)
 
 
 def require_written(outcome) -> None:

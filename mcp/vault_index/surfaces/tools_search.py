@@ -16,7 +16,7 @@ from pydantic import Field
 from vault_index.errors import NotFoundError
 from vault_index.services.access.access import granted_filters, note_target
 from vault_index.services.app import MAX_NOTE_LINES
-from vault_index.services.search.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.services.search.search import MAX_LIMIT, Filters
 from vault_index.services.search.subqueries import sub_queries
 from vault_index.surfaces.denied import denied_text
 from vault_index.surfaces.notices import once_per_machine
@@ -46,7 +46,7 @@ def search_notes(
     query: Query,
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 8,
-    mode: Mode = DEFAULT_MODE,
+    mode: Annotated[Mode | None, Field(description="default hybrid (hybrid+rerank if VAULT_RERANK=1)")] = None,
     path_prefix: Annotated[str | None, Field(max_length=1000)] = None,
     tags: Annotated[list[str] | None, Field(max_length=20)] = None,
     status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
@@ -57,7 +57,7 @@ def search_notes(
     paraphrases: Paraphrases = [],  # noqa: B006
     hypothetical: Hypothetical = "",
 ) -> SearchOut:
-    """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
+    """Search the notes (hybrid keyword + vector); each hit has path, heading, lines,
         snippet and decay. For any question about past work, also pass keywords (the notes' likely
         terms) and a hypothetical answer (a sentence as a note might say it); paraphrases if vague."""
     vault, caller, scope = tc.who(ctx)
@@ -111,7 +111,8 @@ def index_paths(
     report = tc.call(tc.index, paths or None, name, guard=tc.index_lock)
     return IndexOut(indexed=report.indexed, unchanged=report.unchanged, removed=report.removed,
                     chunks_embedded=report.chunks_embedded, vector_used=report.vector_used,
-                    problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2))
+                    problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2),
+                    notices=report.notices[:100])
 
 
 def remove_source(

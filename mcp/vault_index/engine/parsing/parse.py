@@ -16,6 +16,11 @@ from vault_index.types import Note, Section
 
 HEADING_PATH_SEPARATOR = " > "
 MAX_ALIASES = 20  # names a note is also known by; more is not a list of aliases
+# A heading's attribute block, MkDocs/Python-Markdown (`## CORS { #cors-setup }`, `{: .note }`) or
+# Pandoc (`{#id .class key=value}`, `{-}`): markup for the site, not words of the heading. Kept, it
+# put `{ #cors-setup }` in every heading path a hit shows and in the text embedded for its chunks.
+_ATTRIBUTE = r"""(?:[#.][^\s{}"']+|-|[A-Za-z_][\w.:-]*=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
+_HEADING_ATTRIBUTES = re.compile(rf"\s*\{{:?\s*{_ATTRIBUTE}(?:\s+{_ATTRIBUTE})*\s*\}}\s*$")
 _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
 # Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
 # expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
@@ -271,11 +276,17 @@ def _structure(body: str) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:
             inline = tokens[index + 1]
-            headings[token.map[0]] = (int(token.tag[1]), token.map[1], inline.content.strip())
+            headings[token.map[0]] = (int(token.tag[1]), token.map[1], heading_text(inline.content))
         elif token.type == "inline":
             # Text only: code spans, autolinks and HTML hold no tags or wikilinks.
             texts.extend(child.content for child in token.children or () if child.type == "text")
     return headings, texts
+
+
+def heading_text(raw: str) -> str:
+    """A heading as words: its text without a trailing attribute block (kept when that is all it has)."""
+    text = raw.strip()
+    return _HEADING_ATTRIBUTES.sub("", text) or text
 
 
 def alias_title(note: Note) -> str:

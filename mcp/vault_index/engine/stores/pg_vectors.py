@@ -29,7 +29,7 @@ from vault_index.engine.stores.pg_schema import (
 if TYPE_CHECKING:
     from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.pg_sql import _blob, ef_search_for
-from vault_index.engine.stores.rows import missing_vector_probe
+from vault_index.engine.stores.rows import missing_vector_probe, pending_vectors_sql
 
 
 class PgVectors:
@@ -108,6 +108,10 @@ class PgVectors:
             "SELECT c.id, c.file_id, e.vector FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = %s "
             "WHERE c.file_id IN (SELECT file_id FROM chunks WHERE id = ANY(%s)) ORDER BY c.id", (model, ids))
         return [(i, f, _blob(v)) for i, f, v in rows]
+
+    def pending_vectors(self, model: str) -> dict[str, int]:
+        """{source root: chunks with no vector for `model`}, sources with none left out."""
+        return dict(self.db.execute(pending_vectors_sql("%s"), (model,)).fetchall())
 
     def vector_count(self, model: str) -> int:
         return self.db.execute(

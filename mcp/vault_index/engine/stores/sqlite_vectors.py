@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from vault_index.engine.stores.rows import missing_vector_probe
+from vault_index.engine.stores.rows import missing_vector_probe, pending_vectors_sql
 
 
 class SqliteVectors:
@@ -108,6 +108,10 @@ class SqliteVectors:
                 (model, *ids),
             )
         )
+
+    def pending_vectors(self, model: str) -> dict[str, int]:
+        """{source root: chunks with no vector for `model`}, sources with none left out."""
+        return dict(self.db.execute(pending_vectors_sql("?"), (model,)).fetchall())
 
     def vector_count(self, model: str) -> int:
         return self.db.execute(

@@ -52,8 +52,8 @@ def kind_of(mode_run: str) -> str | None:
 def score(kind: str | None, signals: dict[str, float]) -> float | None:
     """P(first hit relevant) under the fitted model of `kind`; None without a model or signals."""
     model = _models().get("models", {}).get(kind or "")
-    if not model or not signals:
-        return None
+    if not model or not signals or model.get("features") != list(FEATURES[kind]):
+        return None  # no model, or one fitted on other signals than these
     z = model["bias"] + sum(w * float(signals.get(name, 0.0)) for name, w in zip(FEATURES[kind], model["weights"],
                                                                                 strict=True))
     return round(1 / (1 + math.exp(-max(-40.0, min(40.0, z)))), 4)

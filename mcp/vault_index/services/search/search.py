@@ -26,14 +26,19 @@ from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
 from vault_index.services.search import confidence, dates, fusion, subqueries
 from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
+from vault_index.services.search.snippets import snippet
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.search.subqueries import check as check_subqueries
 from vault_index.types import Candidate, Hit, SearchResult
 
 MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
-DEFAULT_MODE = "hybrid+rerank"
+# Trigger: the default was hybrid+rerank, and no cross-encoder ships with the package, so offline
+# every terminal search warned and status said "rerank on, not loadable here" (issue 39). Why: a
+# default should be what runs. Outcome: hybrid by default on every surface; VAULT_RERANK=1 makes
+# hybrid+rerank the default (App.default_mode), or a search asks for it by mode.
+DEFAULT_MODE = "hybrid"
+RERANK_MODE = "hybrid+rerank"
 MAX_LIMIT = 100
-SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
 # A term in this many chunks (or 1% of them, if more) is common: its count stops there (bounded
 # cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
 DF_COUNT_CAP = 1000
@@ -224,7 +229,10 @@ class Searcher:
         query_vector = None
         if mode != "keyword":
             vector, query_vector = self._vector(query, mode, allowed, notices)
-        vector_used = query_vector is not None
+        # Trigger: a model loaded but no chunk here has a vector for it yet (a project being
+        # embedded, a changed model). Why: an answer must not claim a stage it could not use.
+        # Outcome: keyword-only, said as such (App.pending_notices names what is waiting).
+        vector_used = query_vector is not None and bool(vector)
         trace.keyword = {c.chunk_id: c for c in keyword}
         trace.vector = {c.chunk_id: c for c in vector}
         if mode == "keyword" or not vector_used:
@@ -462,19 +470,3 @@ def mode_run(asked: str, vector_used: bool, reranked: bool) -> str:
     if asked == "hybrid+rerank" and not reranked:
         return "hybrid"
     return asked
-
-
-def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
-    """The chunk text if it fits, else a window around the first query word found."""
-    text = text.strip()
-    if len(text) <= budget:
-        return text
-    lower = text.lower()
-    positions = [lower.find(t) for t in terms if lower.find(t) >= 0]
-    start = max(0, min(positions) - budget // 4) if positions else 0
-    start = min(start, len(text) - budget)
-    if start > 0:  # begin on a word, not inside one
-        space = text.find(" ", start)
-        start = space + 1 if 0 <= space < start + 40 else start
-    piece = text[start : start + budget].strip()
-    return ("…" if start > 0 else "") + piece + ("…" if start + budget < len(text) else "")

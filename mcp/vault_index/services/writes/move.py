@@ -27,6 +27,7 @@ from vault_index.engine.files import doc_locks, fileio
 from vault_index.engine.files.doc_locks import SharedDocumentLock
 from vault_index.engine.parsing import link_rewrite
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
+from vault_index.services.access import agent_memory
 from vault_index.services.vault.vault import not_visible
 from vault_index.services.writes import provenance
 from vault_index.services.writes.write_types import MoveRequest
@@ -69,13 +70,18 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
         if data is None:
             return WriteOutcome("not_found", source.rel, not_visible(source.rel))
         texts[source.rel] = data.decode("utf-8", errors="replace")
+    # another agent's memory (a Cline memory bank in the project) is searched, never written: its
+    # links to the note stay as they are, and the outcome says so
     linkers = sorted({r.path for r in link_rewrite.plan(texts, source.rel, target.rel)} - {target.rel})
+    kept = {rel: f"links in {rel} not rewritten: it is another agent's memory (read-only); it still names "
+                 f"{source.rel}" for rel in linkers if agent_memory.kind_of(root / rel)}
+    linkers = [rel for rel in linkers if rel not in kept]
     for rel in linkers:  # every note whose links change must be one the caller may change
         if not service.vault.grants(caller.role).can("write", rel.split("/")[0] if "/" in rel else ""):
             return WriteOutcome("denied", source.rel, f"moving {source.rel} would rewrite links in notes your "
                                 f"role {caller.role or 'guest'} may not change; nothing was moved")
     made = _missing_folders(root, target)
-    outcome = _move_locked(service, caller, request, source, target, texts, linkers)
+    outcome = _move_locked(service, caller, request, source, target, texts, linkers, kept)
     if not outcome.ok:  # a refused move leaves no folder behind for the name it did not take
         for folder in made:
             with suppress(OSError):
@@ -84,7 +90,7 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
 
 
 def _move_locked(service, caller, request, source: Target, target: Target, texts: dict,
-                 linkers: list[str]) -> WriteOutcome:
+                 linkers: list[str], kept: dict[str, str]) -> WriteOutcome:
     from vault_index.services.writes.write_types import WriteOutcome
 
     root = service.vault.root
@@ -100,11 +106,11 @@ def _move_locked(service, caller, request, source: Target, target: Target, texts
             return WriteOutcome("not_found", source.rel, not_visible(source.rel))
         except OSError as exc:
             return WriteOutcome("failed", source.rel, f"nothing was moved ({exc.strerror or exc})")
-        return _locked(service, caller, request, source, target, folders, texts, linkers, locked)
+        return _locked(service, caller, request, source, target, folders, texts, linkers, locked, kept)
 
 
 def _locked(service, caller, request, source: Target, target: Target, folders: dict, texts: dict,
-            linkers: list[str], lock) -> WriteOutcome:
+            linkers: list[str], lock, kept: dict[str, str]) -> WriteOutcome:
     from vault_index.services.writes.write_types import WriteOutcome
 
     if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
@@ -134,8 +140,8 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     except UnicodeDecodeError:
         return WriteOutcome("invalid", source.rel, "a note that links here is not UTF-8 text; nothing was moved")
     rewrites = {r.path: r for r in link_rewrite.plan(texts, source.rel, target.rel)}
-    notices = [f"links in {rel} not rewritten: it gained a link to the note during the move; fix it by hand"
-               for rel in rewrites if rel not in linkers and rel != target.rel]
+    notices = [*kept.values(), *(f"links in {rel} not rewritten: it gained a link to the note during the move; "
+                                 "fix it by hand" for rel in rewrites if rel not in (*linkers, *kept, target.rel))]
     moved_text = _with_collection(service, rewrites[target.rel].text if target.rel in rewrites else texts[source.rel],
                                   target)
     lock.refresh()

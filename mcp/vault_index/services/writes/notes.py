@@ -264,6 +264,13 @@ def read_view(service: WriteService, caller: Caller, path: str):
     fields, body, problems = fm.parse(text)
     fields, coerced = fm.coerce(fields)
     problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
+    if service.vault.config_path is None and not fields.get("type"):
+        # Trigger: note_read of a plain project's note listed title, status, created and updated as
+        # missing (issue 39), as lint once did (issue 21). Why: a folder without
+        # .vault-index/config.yaml never agreed to the curated schema, nor a note that names no
+        # `type`. Outcome: such a note is not asked for the required fields; what it sets is still
+        # checked (`status: final`), and lint and note_read give the same answer.
+        problems = [p for p in problems if p.get("rule") != "required"]
     decay = fm.decay(fields, service.clock(), service.vault.config["decay"]["aging_after_fraction"])
     return NoteView(target.rel, target.collection, fields, body, fileio.file_version(data), tuple(problems), decay)
 

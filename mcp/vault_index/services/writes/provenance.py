@@ -9,7 +9,7 @@ the caller; trailers carry what git has no field for:
     Vault-Request-Id: 7f3c...          (a retry with this id is answered from the first outcome)
     Vault-Operation: replace
 
-`history(root, path)` reads them back with `git log --follow`. Request ids and rejected (stale)
+`history(root, path)` reads them back with `git log`, following the note's renames. Request ids and rejected (stale)
 writes are also kept in a small SQLite file under `.vault-index/` (git-ignored, local) so a
 retry after a restart is answered without writing again, even where commits are off.
 """
@@ -33,6 +33,7 @@ from vault_index.services.vault.safe_git import git_argv  # the repository's hoo
 TRAILERS = ("Vault-Agent", "Vault-Role", "Vault-Request-Id", "Vault-Operation")
 GIT_TIMEOUT_S = 30.0
 MAX_HISTORY = 500
+MAX_RENAMES_FOLLOWED = 50  # a note moved more often than this shows its history from the 50th move on
 REQUESTS_DB = "requests.sqlite"
 _IDENTITY = re.compile(r"^\s*(?P<name>[^<>]*?)\s*(?:<(?P<email>[^<>]*)>)?\s*$")
 
@@ -100,7 +101,7 @@ def _git(root: Path, env: dict, *args: str, stdin: str | None = None) -> str:
 
 
 def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
-    """Commits that touched `rel` (following renames), newest first, with their vault trailers.
+    """Commits that touched `rel` (following its renames), newest first, with their vault trailers.
 
     Trigger: the log was split on \x1e/\x1f and trailers found with a regex over the message, so
     a reason holding those characters forged whole commits (issue 22).
@@ -108,16 +109,48 @@ def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
     fields in a fixed count cannot be shifted by what a writer typed; git itself parses the trailers.
     Outcome: `git log -z` with one NUL-separated field per item, the trailers from `%(trailers:key=...)`
     (only the message's final trailer block counts, as git reads it), the free text only as `why`.
+
+    Trigger: `git log --follow` looks for copies too (it finds copies harder), so a new note made
+    from the same template as an older one was taken for a copy of it and showed that note's
+    commits as its own (issue 39). Outcome: no --follow. The history runs back to the commit that
+    made the file (a file that once bore the name before it is another note); where that commit
+    renamed another file to it (a move: a deletion and an addition in one commit, never a copy),
+    it goes on with the old name from before that commit.
     """
+    entries: list[dict] = []
+    path, start = rel, "HEAD"
+    for _ in range(MAX_RENAMES_FOLLOWED):
+        made = _made_in(root, path, start)
+        found = _log(root, path, start, limit - len(entries))
+        if made is not None:
+            found = found[: next((i + 1 for i, e in enumerate(found) if e["commit"] == made), len(found))]
+        entries += found
+        if made is None or len(entries) >= limit or not found or found[-1]["commit"] != made:
+            break
+        path = _renamed_from(root, made, path)
+        if path is None:
+            break
+        start = f"{made}^"
+    return entries
+
+
+def _made_in(root: Path, rel: str, start: str) -> str | None:
+    """The newest commit up to `start` that added `rel` (a rename counts as an addition here)."""
+    out = _git(root, dict(os.environ), "log", "--no-renames", "--diff-filter=A", "-1", "--format=%H", start,
+               "--", f":(literal){rel}")
+    return out.strip() or None
+
+
+def _log(root: Path, rel: str, start: str, limit: int) -> list[dict]:
     trailer_fields = [f"%(trailers:key={key},valueonly,separator=%x20,unfold)" for key in TRAILERS]
     fields = ["%H", "%an", "%ae", "%aI", "%s", *trailer_fields, "%(trailers:only,unfold)", "%b"]
-    out = _git(root, dict(os.environ), "log", "-z", "--follow", f"--max-count={limit}",
-               "--format=" + "%x00".join(fields), "--", f":(literal){rel}")
+    out = _git(root, dict(os.environ), "log", "-z", f"--max-count={limit}", "--format=" + "%x00".join(fields),
+               start, "--", f":(literal){rel}")
     values = out.split("\0")
     width = len(fields)
     entries = []
-    for start in range(0, len(values) - width + 1, width):
-        commit_id, name, email, when, subject, *rest = (v.strip("\n") for v in values[start:start + width])
+    for first in range(0, len(values) - width + 1, width):
+        commit_id, name, email, when, subject, *rest = (v.strip("\n") for v in values[first:first + width])
         trailers = dict(zip(TRAILERS, (v.strip() or None for v in rest[:len(TRAILERS)]), strict=True))
         block, body = rest[len(TRAILERS)], rest[len(TRAILERS) + 1]
         why = body.strip()
@@ -129,6 +162,26 @@ def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
             "request_id": trailers["Vault-Request-Id"], "operation": trailers["Vault-Operation"],
         })
     return entries
+
+
+def _renamed_from(root: Path, commit: str, rel: str) -> str | None:
+    """The path `commit` renamed to `rel` (renames only, never copies), else None.
+
+    Paths are relative to `root` (`--relative`), as `rel` is; a merge or root commit renames nothing here."""
+    out = _git(root, dict(os.environ), "diff-tree", "-z", "-r", "-M", "--relative", "--name-status",
+               "--no-commit-id", "--root", commit)
+    items = out.split("\0")
+    index = 0
+    while index < len(items) - 1:
+        status = items[index]
+        if status[:1] in ("R", "C"):
+            before, after = items[index + 1], items[index + 2] if index + 2 < len(items) else ""
+            if status[0] == "R" and after == rel:
+                return before
+            index += 3
+        else:
+            index += 2
+    return None
 
 
 class RequestLog:

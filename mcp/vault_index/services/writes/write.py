@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from vault_index.engine.files import doc_locks, fileio, guarded_replace
 from vault_index.engine.files.doc_locks import SharedDocumentLock
 from vault_index.errors import UnsafePathError, UsageError, WriteBusyError
+from vault_index.services.access import agent_memory
 from vault_index.services.vault.vault import Vault, not_visible
 from vault_index.services.writes import provenance, request_ids, safe_text
 from vault_index.services.writes.write_types import (  # noqa: F401 - callers use these as write.X
@@ -145,6 +146,10 @@ class WriteService:
         lexical_collection = lexical[0] if len(lexical) > 1 else ""
         if action and not grants.can("read", lexical_collection):
             return None, WriteOutcome("denied", shown, not_visible(shown))
+        if action != "read":  # every write, whatever the role: another agent's memory is only read here
+            written = Path(os.path.expanduser(path))
+            if why := agent_memory.refusal(written if written.is_absolute() else self.vault.root / written, shown):
+                return None, WriteOutcome("refused", shown, why)
         try:
             parts = fileio.real_parts(self.vault.root, path)
         except UnsafePathError as exc:
