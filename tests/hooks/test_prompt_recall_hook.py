@@ -22,11 +22,14 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from vault_index.engine.embedding.models import Models
 from vault_index.services.app import App
+from vault_index.services.search.confidence import FEATURES
 
 # P(relevant) = sigmoid(-6 + 12 * coverage of the prompt's terms by the first hit): a prompt whose
 # words the note holds is about 0.9 and more, one that shares a word or none is under 0.5.
-CONFIDENT = {"threshold": 0.5, "models": {"keyword": {"bias": -6.0, "weights": [12.0, 0.0, 0.0, 0.0]},
-                                          "hybrid": {"bias": -6.0, "weights": [0, 0, 12.0, 0, 0, 0, 0, 0]}}}
+CONFIDENT = {"threshold": 0.5, "models": {
+    kind: {"features": list(FEATURES[kind]), "bias": -6.0,
+           "weights": [12.0 if name == "cov1" else 0.0 for name in FEATURES[kind]]}
+    for kind in ("keyword", "hybrid")}}
 MATCHING = "how long do the garden sensor batteries last between changes"
 UNRELATED = "fix the flaky pagination test in the orders api"
 TIMEOUT_S = 120

@@ -9,8 +9,10 @@ from vault_index.services.search import confidence
 
 # P(relevant) = sigmoid(-6 + 12 * the first hit's coverage of the prompt's terms): the tests' own
 # weights, so nothing here depends on the fitted file.
-MODELS = {"threshold": 0.5, "models": {"keyword": {"bias": -6.0, "weights": [12.0, 0.0, 0.0, 0.0]},
-                                       "hybrid": {"bias": -6.0, "weights": [0, 0, 12.0, 0, 0, 0, 0, 0]}}}
+MODELS = {"threshold": 0.5, "models": {
+    kind: {"features": list(confidence.FEATURES[kind]), "bias": -6.0,
+           "weights": [12.0 if name == "cov1" else 0.0 for name in confidence.FEATURES[kind]]}
+    for kind in ("keyword", "hybrid")}}
 
 
 @pytest.fixture(autouse=True)
