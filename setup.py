@@ -93,12 +93,15 @@ def demo_in_index(db: Path) -> bool:
     except sqlite3.Error:
         return False
     return any(Path(p).name == DEMO_SOURCE for p in paths)
-# (event, matcher or None, script, timeout seconds): the four hooks, in settings.json order.
+# (event, matcher or None, script, timeout seconds): the five hooks, in settings.json order. The
+# session briefing rides in the invariants' SessionStart process, prompt-time recall in the context
+# guard's (docs/hooks.md).
 HOOKS = (
     ("SessionStart", None, "scripts/invariants.py --hook", 60),
     ("PostToolUse", "Write|Edit|MultiEdit", "scripts/reindex_hook.py", 60),
     ("UserPromptSubmit", None, "scripts/context_guard.py", 10),
     ("PreCompact", None, "scripts/precompact_snapshot.py", 30),
+    ("Stop", None, "scripts/capture_hook.py", 30),
 )
 
 

@@ -25,6 +25,7 @@ EXPECTED_HOOKS = {
     "PostToolUse": ("reindex_hook", ("Write", "Edit")),
     "UserPromptSubmit": ("context_guard", ()),
     "PreCompact": ("precompact_snapshot", ()),
+    "Stop": ("capture_hook", ()),
 }
 LAUNCH_TIMEOUT_S = 10.0  # the server answers in about 1.2 s here; a cold disk can take a few more
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

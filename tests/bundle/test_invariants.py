@@ -7,6 +7,7 @@ of them and expects exactly that check to leave ok.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -75,6 +76,7 @@ def settings_hooks() -> dict:
         "PostToolUse": group("reindex_hook.py", 60, "Write|Edit|MultiEdit"),
         "UserPromptSubmit": group("context_guard.py", 10),
         "PreCompact": group("precompact_snapshot.py", 30),
+        "Stop": group("capture_hook.py", 30),
     }}
 
 
@@ -179,6 +181,28 @@ def test_hook_is_silent_when_everything_passes(project):
     payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": str(project.root)})
     run = run_script(project, "--hook", stdin=payload)
     assert (run.returncode, run.stdout) == (0, "")
+
+
+def test_the_session_briefing_rides_in_the_same_hook(project):
+    today = dt.date.today().isoformat()
+    write(project.root, f"docs/handoffs/{today}-sensor.md", f'---\ntitle: "Handoff: sensor"\ndate: {today}\n'
+          'session_id: "earlier-session"\ntype: handoff\n---\n# Handoff: sensor\n\n## Next steps\n\n'
+          '1. Swap the cells.\n')
+    payload = json.dumps({"hook_event_name": "SessionStart", "source": "clear", "session_id": "fresh-session",
+                          "cwd": str(project.root)})
+    run = run_script(project, "--hook", stdin=payload)
+    answer = json.loads(run.stdout)
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "vault-index session briefing" in context and "Swap the cells." in context
+    assert "invariants" not in context  # every check passes: only the briefing speaks
+    assert answer["systemMessage"] == "vault-index briefing: a handoff card"
+    # a second checks-failing start: both in one answer, the checks first
+    project.write_json(".claude/settings.json", {})
+    write(project.root, f"docs/handoffs/{today}-radio.md", f'---\ntitle: "Handoff: radio"\ndate: {today}\n'
+          'session_id: "earlier-session"\ntype: handoff\n---\n# Handoff: radio\n')
+    both = json.loads(run_script(project, "--hook", stdin=payload.replace("fresh", "other")).stdout)
+    context = both["hookSpecificOutput"]["additionalContext"]
+    assert context.index("vault-index invariants") < context.index("session briefing") and "radio" in context
 
 
 # --- each check fails when its thing is broken ---------------------------------------------------

@@ -425,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also kNN at 1M vectors (exact against IVF) and hybrid search at 1M chunks (tens of minutes)")
     p.add_argument("--million-chunks", type=int, default=None,
                    help="with --million: chunks of the hybrid part's synthetic index (default 1,000,000)")
+    p.add_argument("--prompt-chunks", type=int, default=None,
+                   help="hooks part: chunks of the prompt hook's synthetic project (default 10000, --quick 1000)")
     p.add_argument("--parts", help="only these parts, comma-separated: sizes, embedder, footprint, weights, edits, "
                                    "hooks, graph (default all)")
     p.add_argument("--links", action="store_true",

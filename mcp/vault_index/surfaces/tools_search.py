@@ -58,10 +58,9 @@ def search_notes(
     paraphrases: Paraphrases = [],  # noqa: B006
     hypothetical: Hypothetical = "",
 ) -> SearchOut:
-    """Search the notes (hybrid keyword + vector): one hit per note, with path, heading,
-        lines, snippet, decay and its other matched sections (also). For a vague or paraphrased
-        question, or one describing a situation without the notes' likely words, add keywords,
-        paraphrases or a hypothetical answer."""
+    """Search the notes (hybrid keyword + vector): one hit per note (path, heading, lines, snippet,
+        decay, other matched sections). For any question about past work, also pass keywords (the
+        notes' likely terms) and a hypothetical answer (a sentence as a note might say it)."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
