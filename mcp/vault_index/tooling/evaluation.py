@@ -214,7 +214,8 @@ def eval_app(vault: Path, db_path: Path | None = None, store_url: str | None = N
         if url and not app.store.counts()["sources"] and Path(db_path).is_file():
             seed_from_sqlite(app.store, Path(db_path))
         known = {p for _, p in app.store.sources()}
-        for stale in known - {str(vault)}:
+        # the vault as registered is its real path; the suite names it as written (`../corpora/x`)
+        for stale in known - {str(vault), os.path.realpath(vault)}:
             app.store.remove_source(stale)
     except BaseException:
         app.close()

@@ -146,6 +146,7 @@ def run_prompts(name: str, vault: Path, golden: Path, root: Path, cache: Path, p
 
     app = corpus_app(name, vault, cache)
     try:
+        app.index([str(vault)])  # nothing to do after run_corpus; the prompts never meet a stale index
         questions, unrelated = load_golden(golden, root), load_prompts(prompts)
         return {mode: injection_report(app, unrelated, questions, mode) for mode in ("hybrid", "keyword")}
     finally:
