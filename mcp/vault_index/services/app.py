@@ -38,9 +38,10 @@ MAX_NOTE_CHARS = 100_000
 NOTHING_RELEVANT = "nothing relevant"  # how a notice says the hits are not answers; surfaces match on it
 
 
-def nothing_relevant(sure: float) -> str:
+def nothing_relevant(sure: float, mode: str = "hybrid") -> str:
     """The notice of an answer under the confidence threshold (services/search/confidence.py)."""
-    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {confidence.threshold():.2f}; "
+    limit = confidence.threshold(confidence.kind_of(mode))
+    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {limit:.2f}; "
             "the hits are the nearest notes, not answers")
 
 
@@ -328,7 +329,7 @@ class App:
         if result.vector_used:
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
-            notices.append(nothing_relevant(result.confidence))
+            notices.append(nothing_relevant(result.confidence, result.mode))
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result

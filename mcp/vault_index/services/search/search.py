@@ -208,7 +208,8 @@ class Searcher:
                              also=tuple(section_of(row) for row in others.get(cid, ())[:MAX_ALSO]))
                      for cid, score in order if cid in rows)
         return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
-                            relevant=sure is not None and sure >= confidence.threshold(), signals=signals)
+                            relevant=sure is not None and sure >= confidence.threshold(confidence.kind_of(ran)),
+                            signals=signals)
 
     def _confidence(self, ran: str, order: list[tuple[int, float]], rows: dict, trace: _Trace):
         """(signals, confidence) of the first hit of `order` (services/search/confidence.py); no
