@@ -23,8 +23,8 @@ WEIGHTS_FILE = Path(__file__).with_name("confidence.json")
 # The signals of each model, in the order its weights are stored. Fewer, simpler signals: each is
 # a number the pipeline computed anyway, bounded in [0, 1] or near it.
 FEATURES = {
-    "hybrid": ("cos1", "note1", "cov1", "kwconf", "share", "rrk", "rrv", "margin"),
-    "keyword": ("cov1", "share", "kwconf", "ratio2"),
+    "hybrid": ("cos1", "note1", "cov1", "kwconf", "share", "rrk", "rrv", "evidence"),
+    "keyword": ("cov1", "share", "kwconf", "ratio2", "evidence"),
     "vector": ("cos1", "note1", "margin"),
 }
 
@@ -83,6 +83,9 @@ def signals(kind: str | None, top: int, second: int | None, trace) -> dict[str, 
         out["cov1"] = trace.coverage.get(top, 0.0)
         out["share"] = trace.share
         out["kwconf"] = trace.confidence
+        # the rare words behind the keyword side's say: a one-word prompt ("continue") fully covered
+        # by one chunk is weak evidence, a question whose several rare terms one chunk holds is not
+        out["evidence"] = min(3.0, trace.coverage.get(top, 0.0) * trace.idf_mass)
     if kind == "hybrid":
         out["rrk"] = 1.0 / k.rank if k else 0.0
         out["rrv"] = 1.0 / v.rank if v else 0.0

@@ -95,6 +95,7 @@ class _Trace:
     strength: dict[int, float] = field(default_factory=dict)
     confidence: float = 0.0  # fusion.keyword_confidence of the query
     share: float = 1.0  # fusion.matched_share of the query
+    idf_mass: float = 0.0  # the query's IDF mass, in units of the rarest term's IDF (confidence.signals)
     dated: set[int] = field(default_factory=set)  # promoted by the daily-note rule
     phrasings: dict[int, dict[str, int]] | None = None  # with sub-queries: each phrasing's rank
 
@@ -249,6 +250,7 @@ class Searcher:
         trace.note = self.vector_index().note_similarity(query_vector, rows.keys())
         trace.strength = fusion.keyword_strength(keyword)
         trace.share = fusion.matched_share(counts.per_term, counts.total) if counts else 1.0
+        trace.idf_mass = idf_mass(counts)
         trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
         order = fusion.coverage_fusion(vector, keyword, trace.coverage, trace.note, share=trace.share)
         trace.fused = dict(order)
@@ -264,6 +266,7 @@ class Searcher:
         rows.update(self.store.chunk_rows(head - rows.keys()))
         trace.coverage = self._coverages(terms, counts, {cid: rows[cid] for cid in head if cid in rows})
         trace.share = fusion.matched_share(counts.per_term, counts.total)
+        trace.idf_mass = idf_mass(counts)
         trace.confidence = fusion.keyword_confidence(keyword, trace.coverage, share=trace.share)
 
     def _with_subqueries(self, found: SubQueries, order: list[tuple[int, float]], mode: str,
@@ -428,6 +431,14 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def idf_mass(counts: _DocCounts | None) -> float:
+    """The IDF of the query's terms added up, over the IDF of a term in one chunk: about how many
+    rare words the query brings ("continue": under 1; a question naming two ids: 2 or more)."""
+    if not counts or counts.total <= 0:
+        return 0.0
+    return sum(fusion.idf(df, counts.total) for df in counts.per_term) / fusion.idf(1, counts.total)
 
 
 def under_any(path: str, roots: tuple[str, ...]) -> bool:
