@@ -19,10 +19,10 @@ def test_the_committed_model_scores_each_kind_with_the_signals_it_was_fitted_on(
         assert model["models"][kind]["features"] == list(names)
         assert len(model["models"][kind]["weights"]) == len(names)
         assert model["held_out"][kind], "the held-out figures travel with the weights"
-    strong = {"cos1": 0.8, "note1": 0.7, "cov1": 1.0, "kwconf": 1.0, "share": 1.0, "rrk": 1.0, "rrv": 1.0, "evidence": 2.5,
-              "margin": 0.3}
-    weak = {"cos1": 0.1, "note1": 0.1, "cov1": 0.1, "kwconf": 0.1, "share": 0.3, "rrk": 0.0, "rrv": 0.2, "evidence": 0.2,
-            "margin": 0.0}
+    strong = {"cos1": 0.8, "note1": 0.7, "cov1": 1.0, "kwconf": 1.0, "share": 1.0, "rrk": 1.0, "rrv": 1.0,
+              "evidence": 2.5}
+    weak = {"cos1": 0.1, "note1": 0.1, "cov1": 0.1, "kwconf": 0.1, "share": 0.3, "rrk": 0.0, "rrv": 0.2,
+            "evidence": 0.2}
     assert confidence.score("hybrid", strong) > confidence.threshold() > confidence.score("hybrid", weak)
 
 
