@@ -3,8 +3,9 @@
 What to inject is decided by vault_index.services.prompt_recall.select, wherever it runs:
 1. the session's server, asked over the index socket (`<index>.sock`, edit_client.ask_search): it
    has the model and the vectors loaded and searches hybrid, in its own workspace;
-2. when no server of this workspace answers in time: this process, by keywords only (loading the
-   model here would cost a second a prompt), with the same budget and threshold;
+2. when no server of this workspace answers in time: nothing, unless `prompt_recall_keywords` is on
+   (keyword-only answers are noisier: docs/eval.md); then this process, by keywords only (loading
+   the model here would cost a second a prompt), with the same budget and its kind's threshold;
 3. nothing at all when there is no index, the setting is off, or the prompt is a slash command.
 
 Import cost: until it knows it will search, this module and what it calls import `os`, `json` (the
@@ -44,6 +45,9 @@ def injection_text(payload: dict, project, settings: dict) -> str:
     session_id = text(payload, "session_id")
     already = hook_state.injected(session_id)
     found, who = _from_server(db_path, str(project), prompt, already)
+    if found is None and not settings.get("prompt_recall_keywords", False):
+        _trace(f"nobody ({who}; prompt_recall_keywords is off)", {}, time.perf_counter() - started)
+        return ""
     if found is None:
         found, who = _by_keywords(project, prompt, set(already)), f"this process by keywords ({who})"
     notes = [n["path"] for n in found.get("notes") or () if isinstance(n, dict) and isinstance(n.get("path"), str)]

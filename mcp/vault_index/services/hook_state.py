@@ -31,6 +31,10 @@ SETTINGS_FILE = os.path.join(".claude", "handoff.json")
 # key -> default; a value of another type (a bool for an int, a string for a bool) is the default.
 SETTINGS = {
     "prompt_recall": True,  # UserPromptSubmit: inject notes that answer the prompt
+    # Trigger: without the session's server the hook can search by keywords only. Why: measured on
+    # the eval's corpora, keyword-only answers injected a note for 6-17% of prompts no note answers
+    # (hybrid, through the server: 0-7%; docs/eval.md). Outcome: off unless asked for.
+    "prompt_recall_keywords": False,
     "briefing": True,  # SessionStart: handoff card, lessons, tensions
     "capture": True,  # Stop: ask once to record a lesson or decision
     # Trigger: Stop runs at the end of every turn. Why: a session of a couple of edits rarely
