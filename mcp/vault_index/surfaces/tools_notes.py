@@ -13,8 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from vault_index.errors import NotFoundError
-from vault_index.services.access.access import note_target
+from vault_index.services import boundary
 from vault_index.services.graph import linkgraph
 from vault_index.services.workspace import refuse_other_vault
 from vault_index.surfaces.outcomes import is_outcome, jsonable
@@ -95,8 +94,8 @@ def note_links(
         (near in meaning and in links; a query works too)."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
-    if path and not scope.can_read(tc.call(note_target, tc.app, path)):
-        raise ToolError(str(NotFoundError(f"{path} is not a file in the index sources")))
+    if path and not scope.can_read(tc.call(partial(boundary.resolve, served=True), tc.app, path)):
+        raise ToolError(boundary.unseen(path))
     out = tc.call(partial(linkgraph.note_links, query=query, depth=depth, types=types, limit=limit,
                        can_read=scope.can_read), tc.app, direction, path)
     return OutcomeOut(status="ok", message=f"{len(out['results'])} {direction}", path=out["note"] or "",
