@@ -74,6 +74,17 @@ class Workspace:
         return "your personal notes (no project here)"
 
 
+def served_root(workspace: Workspace, vault_root: str | Path | None = None) -> Path:
+    """The folder a server serves (its vault config, where its notes are written, the vault its
+    tokens are for): `vault_root` when given (--vault), else the workspace's vault, else the content
+    folder (the project). `serve` and `token new` both ask here, so a token names the very folder."""
+    from vault_index.config import content_dir
+
+    if vault_root:
+        return Path(vault_root).expanduser().resolve()
+    return workspace.root if workspace.kind == VAULT and workspace.root is not None else content_dir()
+
+
 def vault_root(path: Path) -> Path | None:
     """The init vault `path` lies in (the nearest folder with .vault-index/config.yaml), if any."""
     for folder in (path, *path.parents):
