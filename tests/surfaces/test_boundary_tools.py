@@ -4,14 +4,17 @@ missing path is. Tools are called as functions (surfaces/tool_context.py), no se
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from vault_index.config import Settings
 from vault_index.services.app import App
 from vault_index.services.workspace import served_root
 from vault_index.services.writes.write import Caller
-from vault_index.surfaces import tools_notes, tools_search
+from vault_index.surfaces import tools_graph, tools_notes, tools_search
 from vault_index.surfaces.tool_context import ToolContext, _Vaults
+from vault_index.surfaces.tool_inputs import EntityIn
 
 
 @pytest.fixture
@@ -85,4 +88,35 @@ def test_get_note_note_links_and_the_resource_path_answer_hidden_as_missing(mach
             with pytest.raises(ToolError) as refused:
                 call(path)
             said.append(str(refused.value).replace(path, "PATH"))
+    assert len(set(said)) == 1, said
+
+
+def test_graph_create_confirms_nothing_of_a_hidden_projects_graph(machine):
+    """Issue 36 item 6: graph_create checked names and duplicates against the whole memory file, so
+    project A's agent learned that B's entity exists ("already in the graph") and the exact text of
+    its observations, and could name B's hidden note as a fact's source. Now a hidden fact is as
+    absent as one never written, and a hidden source is "not an existing file" as a missing one is."""
+    from vault_index.surfaces.tool_inputs import ObservationIn
+
+    tc, b, a = machine["tc"], machine["b"], machine["a"]
+    hidden = b / "docs" / "plan.md"
+    facts = [{"type": "entity", "name": "Beta Plan", "entityType": "plan"},
+             {"type": "observation", "entity": "Beta Plan", "text": "launch code 4471"}]
+    tc.memory_file.write_text("".join(json.dumps({**f, "source": str(hidden), "created": "2026-01-01T00:00:00Z"})
+                                      + "\n" for f in facts))
+    mine = str(a / "docs" / "a.md")
+    with pytest.raises(ToolError) as unknown:  # old code: added 1 (the hidden entity exists)
+        tools_graph.graph_create(tc, None, observations=[ObservationIn(entity="Beta Plan", text="x", source=mine)])
+    with pytest.raises(ToolError) as never:
+        tools_graph.graph_create(tc, None, observations=[ObservationIn(entity="Gamma Plan", text="x", source=mine)])
+    assert str(unknown.value).replace("Beta", "Gamma") == str(never.value)
+    made = tools_graph.graph_create(tc, None, entities=[EntityIn(name="Beta Plan", entityType="plan", source=mine)],
+                                    observations=[ObservationIn(entity="Beta Plan", text="launch code 4471",
+                                                                source=mine)])
+    assert made.added == {"entity": 1, "observation": 1, "relation": 0} and made.skipped == []  # old: both skipped
+    said = []
+    for source in (str(hidden), str(machine["notes"] / "to-b" / "plan.md"), str(b / "docs" / "nothing.md")):
+        with pytest.raises(ToolError) as refused:  # old code: the hidden note was taken as a source
+            tools_graph.graph_create(tc, None, entities=[EntityIn(name="Probe", entityType="x", source=source)])
+        said.append(str(refused.value).replace(source, "PATH").split(" (")[0])
     assert len(set(said)) == 1, said

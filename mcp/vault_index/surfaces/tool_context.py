@@ -62,6 +62,12 @@ class ToolContext:
                 tool_errors.log_failure(tool, exc)
                 raise ToolError(tool_errors.unexpected_failure(tool, inputs, exc)) from exc
 
+    def locked(self, fn, *args, **kwargs):
+        """`fn` under the shared connection's lock, its errors as they are (for a callback that the
+        caller turns into its own answer)."""
+        with self.lock:
+            return fn(*args, **kwargs)
+
     def adopt(self) -> None:
         """Index the project's docs/ and notes/ before the first answer (after the handshake, so
         start-up stays light): keywords now, their vectors on a thread, so a large docs folder
