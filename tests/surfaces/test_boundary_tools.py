@@ -4,17 +4,21 @@ missing path is. Tools are called as functions (surfaces/tool_context.py), no se
 
 from __future__ import annotations
 
+import inspect
 import json
 
+import anyio
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from vault_index.config import Settings
+from vault_index.services import boundary
 from vault_index.services.app import App
 from vault_index.services.workspace import served_root
 from vault_index.services.writes.write import Caller
-from vault_index.surfaces import tools_graph, tools_notes, tools_search
+from vault_index.surfaces import tools_graph, tools_notes, tools_search, tools_vault
 from vault_index.surfaces.tool_context import ToolContext, _Vaults
 from vault_index.surfaces.tool_inputs import EntityIn
+from vault_index.surfaces.tool_table import TOOLS
 
 
 @pytest.fixture
@@ -120,3 +124,74 @@ def test_graph_create_confirms_nothing_of_a_hidden_projects_graph(machine):
             tools_graph.graph_create(tc, None, entities=[EntityIn(name="Probe", entityType="x", source=source)])
         said.append(str(refused.value).replace(source, "PATH").split(" (")[0])
     assert len(set(said)) == 1, said
+
+
+# --- every tool and resource goes through the boundary -------------------------------------------
+
+# The tools that take a path, with the arguments that name one. A tool added to TOOLS must be put
+# here or in PATH_FREE: the test below fails for an unclassified one.
+PATH_CALLS = {
+    "get_note": lambda tc, p: tools_search.get_note(tc, p, None),
+    "index_paths": lambda tc, p: tools_search.index_paths(tc, None, paths=[p]),
+    "remove_source": lambda tc, p: tools_search.remove_source(tc, p, None),
+    "graph_create": lambda tc, p: tools_graph.graph_create(tc, None, entities=[
+        EntityIn(name="Okapi", entityType="animal", source=p)]),
+    "note_read": lambda tc, p: tools_notes.note_read(tc, p, None),
+    "note_write": lambda tc, p: tools_notes.note_write(tc, "append", p, None, body="more\n"),
+    "note_write(move)": lambda tc, p: tools_notes.note_write(tc, "move", "docs/a.md", None, new_path=p),
+    "note_links": lambda tc, p: tools_notes.note_links(tc, None, "backlinks", path=p),
+    "tension_log": lambda tc, p: tools_vault.tension_log(tc, p, "docs/a.md", "they disagree", None),
+    "tension_log(b)": lambda tc, p: tools_vault.tension_log(tc, "docs/a.md", p, "they disagree", None),
+}
+# Tools that open no path of the caller's choosing: a query, a name, a fixed file of the vault (lessons.md,
+# docs/adr/), the whole graph. graph_create's paths are its facts' sources (above).
+PATH_FREE = {"search_notes", "list_sources", "graph_search", "graph_open", "recall", "lesson_add",
+             "lesson_supersede", "lesson_retire", "adr_create", "vault_review"}
+
+
+def test_every_registered_tool_is_classified():
+    names = {fn.__name__ for fn, _ in TOOLS}
+    path_tools = {name.split("(")[0] for name in PATH_CALLS}
+    assert names == path_tools | PATH_FREE, names ^ (path_tools | PATH_FREE)
+    assert not path_tools & PATH_FREE
+    for fn, _ in TOOLS:  # a path-free tool takes no parameter that names a file (search_notes' path_prefix
+        if fn.__name__ in PATH_FREE:  # only filters the hits' paths, which the search already limits)
+            params = set(inspect.signature(fn).parameters)
+            assert not params & {"path", "paths", "new_path", "a", "b"}, (fn.__name__, params)
+
+
+def test_every_path_taking_tool_and_the_note_resource_resolve_through_the_boundary(machine, monkeypatch):
+    tc, a = machine["tc"], machine["a"]
+    asked: list[str] = []
+    resolve = boundary.resolve
+
+    def recorded(app, path, **how):
+        asked.append(str(path))
+        return resolve(app, path, **how)
+
+    monkeypatch.setattr(boundary, "resolve", recorded)
+    for name, call in PATH_CALLS.items():
+        marker = str(a / "docs" / f"probe-{name.split('(')[0]}.md")
+        asked.clear()
+        try:
+            call(tc, marker)
+        except ToolError:
+            pass  # a missing note is refused; what counts is that the boundary decided it
+        assert marker in asked, name
+    from vault_index.surfaces.tools import build_server
+
+    server = build_server(tc.app, machine["tmp"] / "memory.jsonl", vault_root=a)
+    asked.clear()
+    marker = str(a / "docs" / "probe-resource.md")
+
+    async def read():
+        from mcp import Client
+
+        async with Client(server) as client:
+            try:
+                await client.read_resource(f"vault-index://note/{marker.lstrip('/')}")
+            except Exception:  # noqa: BLE001 - missing: refused; the boundary decided it
+                pass
+
+    anyio.run(read)
+    assert any(p.endswith("probe-resource.md") for p in asked)

@@ -17,7 +17,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from vault_index import locations
-from vault_index.errors import OutsideSourcesError
 
 VAULT_MARKER = (".vault-index", "config.yaml")  # what `vault-index init` makes
 PROJECT_MARKERS = (".git", ".claude", ".mcp.json", "CLAUDE.md")  # a folder Claude Code would call a project
@@ -149,15 +148,6 @@ def other_vault(root: str | Path, path: str) -> Path | None:
     if found is None or Path(os.path.realpath(found)) == Path(os.path.realpath(root)):
         return None
     return found
-
-
-def refuse_other_vault(root: str | Path, path: str) -> None:
-    """A note inside an init vault is read and written only by that vault's server, under its roles
-    (ADR 0020); from a project or another vault it is refused, never written as a plain note."""
-    found = other_vault(root, path)
-    if found is not None:
-        raise OutsideSourcesError(f"{path} lies in the vault {found}, which only its own server reads and "
-                                  "writes (start Claude Code or `vault-index serve` in it)")
 
 
 def fact_rule(workspace: Workspace, scopes: dict[str, str]):

@@ -149,17 +149,18 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
     if hidden:
         raise SourceOutsideError(f"{where}: source {raw!r} lies in a hidden or secrets folder; "
                                  "name a note outside it")
-    try:
-        exists = path.is_file()
-    except OSError:  # e.g. a name longer than the file system allows
-        exists = False
-    if exists and admit is not None:
+    seen = True
+    if admit is not None:
         # the one boundary (services/boundary.py): a file the caller's workspace does not see (another
         # project's source, another vault) is answered as a missing one, never confirmed
         try:
             path = admit(path)
         except VaultIndexError:
-            exists = False
+            seen = False
+    try:
+        exists = seen and path.is_file()
+    except OSError:  # e.g. a name longer than the file system allows
+        exists = False
     if not exists:
         raise SourceMissingError(
             f"{where}: source {raw!r} is not an existing file ({path}); every fact must name the file "
