@@ -195,3 +195,45 @@ def test_every_path_taking_tool_and_the_note_resource_resolve_through_the_bounda
 
     anyio.run(read)
     assert any(p.endswith("probe-resource.md") for p in asked)
+
+
+def test_a_move_rewrites_no_link_in_a_hidden_projects_notes(machine):
+    """Issue 36 item 5: a move started in project A (of a note in the personal folder) rewrote the
+    link inside project B's hidden note and named that note in its answer."""
+    tc, notes, b = machine["tc"], machine["notes"], machine["b"]
+    (notes / "hub.md").write_text("# Hub\n\nthe hub\n")
+    linker = b / "docs" / "links-hub.md"
+    linker.write_text("# B links\n\nsee [hub](../../hub.md)\n")
+    (notes / "seen.md").write_text("# Seen\n\nsee [hub](hub.md)\n")
+    before = linker.read_bytes()
+    moved = tools_notes.note_write(tc, "move", str(notes / "hub.md"), None, new_path="hub-2.md")
+    assert moved.status == "written", moved.message
+    assert linker.read_bytes() == before  # old code: rewritten to ../../hub-2.md
+    assert "links-hub" not in json.dumps(moved.model_dump())  # old code: named in links_rewritten
+    assert (notes / "seen.md").read_text() == "# Seen\n\nsee [hub](hub-2.md)\n"  # what A sees follows
+
+
+def test_a_roles_move_does_not_depend_on_notes_it_cannot_read(tmp_path):
+    """Issue 36 item 5, curated vault: a note in a collection the role cannot read linked to the
+    moved one, so the answer was denied (with it) or written (without it): an existence oracle."""
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes.move import MoveRequest
+    from vault_index.services.writes.write import WriteService
+
+    answers = {}
+    for linked in (False, True):
+        root = tmp_path / f"vault-{linked}"
+        (root / ".vault-index").mkdir(parents=True)
+        (root / ".vault-index" / "config.yaml").write_text(
+            "version: 1\ncollections: [notes, private]\nroles:\n  editor: {read: [notes], write: [notes]}\n")
+        (root / "notes").mkdir()
+        (root / "private").mkdir()
+        (root / "notes" / "plan.md").write_text("---\ntitle: plan\nstatus: draft\n---\n# Plan\n\nthe plan\n")
+        if linked:
+            (root / "private" / "secret.md").write_text("# Secret\n\nsee [plan](../notes/plan.md)\n")
+        outcome = WriteService(Vault.open(root)).move(Caller("Ed <ed@example.org>", "editor"),
+                                                      MoveRequest("notes/plan.md", "notes/plan-2.md"))
+        answers[linked] = (outcome.status, outcome.result)
+        if linked:
+            assert (root / "private" / "secret.md").read_text().endswith("(../notes/plan.md)\n")
+    assert answers[True] == answers[False] and answers[True][0] == "written", answers  # old code: denied

@@ -248,7 +248,8 @@ class App:
         """The write service for `vault`, re-indexing each written file through this App."""
         from vault_index.services.writes.write import WriteService
 
-        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)))
+        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)),
+                            visible=boundary.seen(self, vault.root))
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ import os
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from vault_index.engine.files.sources import is_note_path, real_path
@@ -58,14 +59,20 @@ def seen(app, base: str | Path | Sequence[str | Path] | None = None) -> Callable
     own = {real(ws.root)} if ws.kind == workspaces.VAULT and ws.root is not None else set()
     own |= {real(v) for v in map(workspaces.vault_root, map(real, bases)) if v is not None}
 
+    @lru_cache(maxsize=4096)
+    def vault_of(folder: str) -> Path | None:  # a move checks every note of a folder: one look per folder
+        found = workspaces.vault_root(Path(folder))
+        return None if found is None else real(found)
+
     def check(path: str | Path) -> bool:
         text = os.fspath(path)
         if not any(_holds(root, text) for root in roots):
             return False
         if rule is not None and not rule(text):
             return False
-        vault = workspaces.vault_root(Path(text))
-        return vault is None or real(vault) in own
+        vault = Path(text) if os.path.isfile(os.path.join(text, *workspaces.VAULT_MARKER)) else \
+            vault_of(os.path.dirname(text))
+        return vault is None or vault in own
 
     return check
 

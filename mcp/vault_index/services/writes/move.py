@@ -63,7 +63,14 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
     if source.rel == target.rel:
         return WriteOutcome("unchanged", source.rel, f"{source.rel} is already at that path")
     root = service.vault.root
-    texts = _scan(root)
+    # Trigger: a move in project A rewrote links inside project B's hidden notes and named them in its
+    # answer, and a role got denied or written depending on whether a note it cannot read linked here.
+    # Why: every note of the folder was scanned. Outcome: only the notes the caller sees (its role's
+    # read grants, its workspace: services/boundary.seen) are read, resolved and rewritten.
+    grants = service.vault.grants(caller.role)
+    texts = {rel: text for rel, text in _scan(root).items()
+             if grants.can("read", rel.split("/")[0] if "/" in rel else "")
+             and (service.visible is None or service.visible(root / rel))}
     if source.rel not in texts:  # a note the walk skips (a templates folder) can still be moved
         data = _read_path(root, source.rel)
         if data is None:
