@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from vault_index.engine.files import doc_locks, fileio
 from vault_index.engine.files.doc_locks import SharedDocumentLock
+from vault_index.engine.files.guarded_replace import read_only
 from vault_index.engine.parsing import link_rewrite
 from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
 from vault_index.services.vault.vault import not_visible
@@ -145,6 +146,12 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
                for rel in rewrites if rel not in linkers and rel != target.rel]
     moved_text = _with_collection(service, rewrites[target.rel].text if target.rel in rewrites else texts[source.rel],
                                   target)
+    changing = [rel for rel in linkers if rel in rewrites]
+    if moved_text.encode("utf-8") != old_data[0]:
+        changing.append(source.rel)
+    if locked_rel := next((rel for rel in changing if current.get(rel) and read_only(current[rel][1])), None):
+        return WriteOutcome("refused", source.rel, f"nothing was moved: {locked_rel} is read-only (its permissions "
+                            "allow no writes) and the move would change it; make it writable (chmod u+w) first")
     lock.refresh()
     try:
         _rename(folders, source, target, taken)
