@@ -25,7 +25,8 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", type=float, default=None, help="requests per second per credential (0: no limit)")
     p.add_argument("--burst", type=int, default=None, help="requests a credential may send at once")
     p.add_argument("--header-timeout", type=float, default=None, metavar="S",
-                   help="close a connection whose request headers take over S seconds (default 10)")
+                   help="close a connection whose request headers take over S seconds, or whose body "
+                        "pauses that long (default 10; a whole body: 60 s)")
     p.add_argument("--no-oauth", action="store_true", help="bearer tokens only (no OAuth endpoints)")
 
 
