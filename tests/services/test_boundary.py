@@ -145,3 +145,22 @@ def test_letter_case_is_spelled_as_the_folder_stores_it_where_the_file_system_fo
     (tmp_path / "Notes" / composed).mkdir()
     assert boundary.real(tmp_path / "NOTES" / decomposed / "x.md") == tmp_path / "Notes" / composed / "x.md"
     assert os.path.basename(boundary.real(tmp_path / "Notes")) == "Notes"
+
+
+def test_an_agents_folder_holding_a_hidden_source_neither_touches_nor_counts_its_notes(nested, monkeypatch):
+    """Project A's agent adds ~/notes/B (a visible folder that holds B's own docs/ source): B's notes
+    stay B's, and the answer counts only what A sees (old code: B's two notes counted too)."""
+    b = nested["b"]
+    (b / "README.md").write_text("# B readme\n\nokapi readme\n")
+    app = opened(monkeypatch, nested["a"])
+    try:
+        report = app.index([str(b)], by_agent=True)
+        assert (report.indexed + report.unchanged, report.scanned) == (1, 1), report  # README.md only
+        assert found(app, "okapi") == {str(nested["mine"]), str(b / "README.md")}
+    finally:
+        app.close()
+    app = opened(monkeypatch, b)
+    try:
+        assert str(nested["plan"]) in found(app, "okapi")  # B still finds its own docs
+    finally:
+        app.close()

@@ -142,10 +142,13 @@ def sync(
     name: str | None = None,
     checkout: bool = False,
     scope_of: Callable[[Path], str] | None = None,
+    unseen: Callable[[str], bool] | None = None,
 ) -> SyncReport:
     """Register `paths` as sources (none: every checkout on this machine) and bring the index up to
     date; `name` names the one source when a single path is given, and with `checkout` that path
-    may be another checkout of the source already named so (ADR 0019)."""
+    may be another checkout of the source already named so (ADR 0019). `unseen(path)`: a note the
+    caller's workspace does not see (another workspace's source nested in this one), left as it is
+    and never counted: its own source indexes it (services/boundary.py)."""
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
@@ -163,6 +166,9 @@ def sync(
         # of each note, and what this checkout had (a note of it the walk does not find is gone)
         copies = store.copy_states(checkout_id)
         known = {path for path, copy in copies.items() if not copy.gone}
+        if unseen is not None:
+            files = [path for path in files if not unseen(path)]
+            known = {path for path in known if not unseen(path)}
         here = _Checkout(source_id, checkout_id, real_root, copies)
         ready: list[_Prepared] = []
         for done, path in enumerate(files, start=1):

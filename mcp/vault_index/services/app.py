@@ -161,8 +161,14 @@ class App:
         from vault_index.engine import indexer
 
         scope_of = partial(self._scope_of, by_agent=by_agent)
+        # an agent's folder that holds another workspace's source (B's docs/ inside ~/notes/B): those
+        # notes are B's to index; the agent's sync neither touches nor counts them
+        unseen = None
+        if by_agent and paths:
+            seen = boundary.seen(self, self.workspace.root or project_dir())
+            unseen = lambda path: not seen(path)  # noqa: E731 - the walk gives real paths, as stored
         report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
-                              scope_of=scope_of)
+                              scope_of=scope_of, unseen=unseen)
         if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
             with self.store.transaction() as db:
                 self.store.set_meta(db, "embed_model", "")
