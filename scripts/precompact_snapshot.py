@@ -54,8 +54,12 @@ def keep_out_of_git(content, parts: tuple[str, ...]) -> None:
         return
     hooks.ensure_package()
     from vault_index.engine.files.fileio import open_folder
+    from vault_index.errors import UnsafePathError
 
-    folder = open_folder(content, parts, create=True)
+    try:
+        folder = open_folder(content, parts, create=True)
+    except UnsafePathError:
+        return  # a folder on the way is a link: the snapshot itself is refused next, in the write service's words
     try:
         fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644,
                      dir_fd=folder)
