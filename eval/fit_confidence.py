@@ -97,8 +97,8 @@ def choose_threshold(held: dict) -> float:
     w = np.array([p.weight for p in tests])
     for t in GRID:
         if (w[wrong] * (probs[wrong] >= t)).sum() / w[wrong].sum() <= WRONG_VAULT_RATE:
-            return t
-    return GRID[-1]
+            return float(t)
+    return float(GRID[-1])
 
 
 def report(kind: str, held: dict, threshold: float) -> dict:
@@ -150,9 +150,12 @@ def main() -> int:
         return lockbox_report(suite, pairs)
     names = sorted({p.own for p in pairs})
     held = {kind: loco(pairs, kind, names) for kind in MODES}
-    threshold = choose_threshold(held["hybrid"])
-    print(f"# Confidence, fitted on {', '.join(names)}; threshold {threshold}")
-    model = {"threshold": threshold, "models": {}, "held_out": {}, "corpora": names,
+    # one rule for every kind: a keyword-only run (no model, or a hook without its server) is less
+    # sure of the same first hit, and its probabilities are held to the same wrong-vault rate
+    thresholds = {kind: choose_threshold(held[kind]) for kind in MODES}
+    threshold = thresholds["hybrid"]
+    print(f"# Confidence, fitted on {', '.join(names)}; thresholds {thresholds}")
+    model = {"threshold": threshold, "thresholds": thresholds, "models": {}, "held_out": {}, "corpora": names,
              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                       text=True, cwd=suite.parent.parent).stdout.strip()}
     for kind in MODES:
@@ -161,7 +164,7 @@ def main() -> int:
         model["models"][kind] = {"features": list(confidence.FEATURES[kind]),
                                  "weights": [round(float(v), 6) for v in weights], "bias": round(bias, 6),
                                  "pairs": len(chosen)}
-        model["held_out"][kind] = report(kind, held[kind], threshold)
+        model["held_out"][kind] = report(kind, held[kind], thresholds[kind])
     if args.write:
         args.write.write_text(json.dumps(model, indent=1) + "\n")
         print(f"\nwrote {args.write}")
@@ -171,8 +174,8 @@ def main() -> int:
 def lockbox_report(suite: Path, pairs: list[cal.Pair]) -> int:
     """The lockbox corpora's pairs scored with the committed model: ECE and reliability per corpus."""
     boxed = {c.name for c in load_suite(suite) if c.lockbox}
-    threshold = confidence.threshold()
     for kind in MODES:
+        threshold = confidence.threshold(kind)
         held = {}
         for name in sorted(boxed):
             test = [p for p in pairs if p.run == kind and name in (p.own, p.asked_of)]

@@ -73,6 +73,26 @@ def read_threshold(project: Path) -> int:
     return DEFAULT_THRESHOLD
 
 
+def read_settings(project: Path) -> tuple[dict, str | None]:
+    """Every hook setting of <project>/.claude/handoff.json with its default where missing or wrong,
+    and what is wrong with the file (vault_index.services.hook_state; stdlib only)."""
+    ensure_package()
+    from vault_index.services.hook_state import read_settings as read
+
+    return read(project)
+
+
+def settings_notice(problem: str | None, session_id: str) -> str:
+    """What to tell the person about a broken settings file, once a session ("" otherwise)."""
+    if not problem:
+        return ""
+    from vault_index.services.hook_state import say_once
+
+    if not say_once(session_id, "settings"):
+        return ""
+    return f"vault-index: {problem}; the hooks use their defaults until it is fixed."
+
+
 # --- transcript ------------------------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ EXPECTED_HOOKS = {
     "PostToolUse": ("reindex_hook", ("Write", "Edit")),
     "UserPromptSubmit": ("context_guard", ()),
     "PreCompact": ("precompact_snapshot", ()),
+    "Stop": ("capture_hook", ()),
 }
 LAUNCH_TIMEOUT_S = 10.0  # the server answers in about 1.2 s here; a cold disk can take a few more
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -142,7 +143,79 @@ def check_mcp_config(ctx: Context) -> Result:
     if not _exists_command(command[0]):
         return Result("mcp-config", "fail", f"{where}: command {command[0]} does not exist",
                       "run `python3 setup.py` to rebuild .venv and rewrite .mcp.json")
+    servers = registered_servers(ctx)
+    if len(servers) > 1:
+        return Result("mcp-config", "warn", f"{len(servers)} vault-index servers in this project, so every tool is "
+                      "listed twice: " + "; ".join(what for what, _ in servers),
+                      "keep one: " + ", or ".join(how for _, how in servers) + "; then restart Claude Code")
     return Result("mcp-config", "ok", f"{where}: {SERVER_NAME} runs {shlex.join(command[:3])}")
+
+
+# Trigger: with `claude mcp add` (a vault-index entry in .mcp.json or ~/.claude.json) and the
+# plugin both on, a project had two vault-index servers (36 tools) and nothing said so (issue 39).
+# Outcome: mcp-config finds every place Claude Code would start one for this project and warns,
+# naming each and the command that removes it.
+PLUGIN_NAME = "vault-index"
+
+
+def _claude_files() -> tuple[Path, Path]:
+    """(Claude Code's own config file, its user settings folder); CLAUDE_CONFIG_DIR moves both."""
+    folder = os.environ.get("CLAUDE_CONFIG_DIR")
+    if folder:
+        return Path(folder).expanduser() / ".claude.json", Path(folder).expanduser()
+    return Path.home() / ".claude.json", Path.home() / ".claude"
+
+
+def _runs_vault_index(name: str, entry: object) -> bool:
+    """A local (stdio) server that is vault-index; a remote one over HTTP is another vault's."""
+    if not isinstance(entry, dict) or not entry.get("command"):
+        return False
+    words = " ".join([str(entry["command"]), *(str(a) for a in entry.get("args") or [])])
+    return name == SERVER_NAME or any(mark in words for mark in ("vault-index", "vault_index", "plugin_run.py"))
+
+
+def _project_entry(config: dict, project: Path) -> dict:
+    """This project's entry in Claude Code's config (keyed by the folder `claude` ran in)."""
+    projects = config.get("projects")
+    if not isinstance(projects, dict):
+        return {}
+    if str(project) in projects:
+        return projects[str(project)]
+    return next((v for k, v in projects.items() if os.path.isabs(k) and Path(k).resolve() == project), {})
+
+
+def registered_servers(ctx: Context) -> list[tuple[str, str]]:
+    """(what, how to remove it) for each vault-index server Claude Code starts in this project."""
+    global_file, user_folder = _claude_files()
+    project = ctx.project.resolve()
+    layers = [_read_json(user_folder / "settings.json"), _read_json(project / ".claude" / "settings.json"),
+              _read_json(project / ".claude" / "settings.local.json")]  # later ones win, as in Claude Code
+    plugins: dict[str, bool] = {}
+    disabled: set[str] = set()
+    for layer in layers:
+        enabled = layer.get("enabledPlugins")
+        if isinstance(enabled, dict):
+            plugins.update({k: v is True for k, v in enabled.items() if k.split("@")[0] == PLUGIN_NAME})
+        off = layer.get("disabledMcpjsonServers")
+        disabled |= {str(n) for n in off} if isinstance(off, list) else set()
+    found = []
+    on = [k for k, v in plugins.items() if v] or ([f"{PLUGIN_NAME}@{PLUGIN_NAME}"] if ctx.plugin_root else [])
+    for key in on:
+        found.append((f"the plugin {key}", f"`claude plugin disable {key}` (the plugin's server goes)"))
+    servers = _read_json(project / ".mcp.json").get("mcpServers")
+    for name, entry in (servers.items() if isinstance(servers, dict) else ()):
+        if name not in disabled and _runs_vault_index(name, entry):
+            found.append((f"'{name}' in {project / '.mcp.json'}", f"`claude mcp remove {name} -s project`"))
+    config = _read_json(global_file)
+    scopes = [("local", _project_entry(config, project)), ("user", config)]
+    for scope, holder in scopes:
+        servers = holder.get("mcpServers") if isinstance(holder, dict) else None
+        for name, entry in (servers.items() if isinstance(servers, dict) else ()):
+            if _runs_vault_index(name, entry):
+                where = "for this project" if scope == "local" else "for every project"
+                found.append((f"'{name}' added with `claude mcp add` {where} ({global_file})",
+                              f"`claude mcp remove {name} -s {scope}`"))
+    return found
 
 
 def _listed_tools(command: list[str], env: dict, cwd: Path, timeout: float, errlog) -> list[str]:

@@ -38,10 +38,12 @@ INSTALLING = ("vault-index is installing its environment (first session of the p
               "few minutes); its tools are listed already and answer as soon as the install ends. "
               "It is the user's long-term memory of markdown notes: search it with recall or search_notes "
               "before answering questions about past work, decisions, people or lessons, instead of "
-              "guessing, and cite the path of each note used.")
+              "guessing (pass keywords and a hypothetical answer beside the question), and cite the path "
+              "of each note used.")
 READY = ("vault-index is the user's long-term memory of markdown notes. Search it with recall (notes, lessons "
          "and the knowledge graph at once) or search_notes before answering questions about past work, "
-         "decisions, people or lessons, instead of guessing; cite the path and heading of each note used, and "
+         "decisions, people or lessons, instead of guessing, passing keywords and a hypothetical answer beside "
+         "the question; cite the path and heading of each note used, and "
          "open a note with get_note when a snippet is not enough. index_paths adds a folder.")
 
 

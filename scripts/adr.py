@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Write and check decision records in docs/adr/.
+"""Write and check decision records in docs/adr/ (or the series the project already has).
 
     adr.py new "Title" --context .. --options .. --decision .. [--status S] [--relates NAME ...]
     adr.py check
 
 `new` writes docs/adr/NNNN-slug.md with the next number (never overwriting), prints its path,
+continuing the project's own series when it has one (docs/decisions, doc/adr, adr,
+docs/architecture/decisions; NNNN- or NNN- numbering),
 and adds it to the memory graph as 'ADR NNNN: Title' (entityType decision) with a 'decides'
 relation to each --relates entity the graph already has; --no-graph skips that. The memory
 file is --memory-file, else VAULT_MEMORY_FILE, else ~/.mcp-memory/memory.jsonl. A section
@@ -27,8 +29,9 @@ from vault_index.services.curation import adr  # noqa: E402
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="adr.py", description="Decision records in docs/adr/.")
-    parser.add_argument("--folder", help="the records folder (default <content>/docs/adr: the project, "
-                        "or ~/.mcp-memory/personal in a vault-index clone)")
+    parser.add_argument("--folder", help="the records folder (default: the series <content> already has, else "
+                        "<content>/docs/adr; <content> is the project, or ~/.mcp-memory/personal in a "
+                        "vault-index clone)")
     commands = parser.add_subparsers(dest="command", required=True)
     new = commands.add_parser("new", help="write the next record; prints its path")
     new.add_argument("title")
@@ -52,7 +55,7 @@ def _text(value: str, stdin: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    folder = Path(args.folder) if args.folder else content_root() / "docs" / "adr"
+    folder = Path(args.folder) if args.folder else adr.series_folder(content_root())
     if args.command == "check":
         return report(adr.check_adrs(folder), f"{folder}: decision records well formed")
     stdin: list[str] = []

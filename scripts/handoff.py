@@ -86,9 +86,11 @@ def render(topic: str, session_id: str, transcript: str, project: Path, today: d
 
 
 def card(note: str, topic: str) -> str:
-    about = f" on {topic}" if topic else ""
-    return (f"Continue the work{about} from the handoff note {note}. Read it first (Goal, State, Next steps), "
-            f"look at the touched files it lists, then start on the first next step.")
+    """The card's sentence: the same one the session briefing shows a fresh session (services/briefing.py)."""
+    hooks.ensure_package()
+    from vault_index.services.briefing import handoff_card
+
+    return handoff_card(note, topic)
 
 
 def new(args: argparse.Namespace) -> None:

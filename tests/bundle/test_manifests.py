@@ -29,6 +29,7 @@ WANTED_HOOKS = {  # event -> (matcher, script run through plugin_run.py)
     "PostToolUse": ("Write|Edit|MultiEdit", "reindex_hook"),
     "UserPromptSubmit": (None, "context_guard"),
     "PreCompact": (None, "precompact_snapshot"),
+    "Stop": (None, "capture_hook"),
 }
 
 

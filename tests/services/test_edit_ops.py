@@ -216,3 +216,125 @@ def test_a_plain_note_without_frontmatter_gets_none(tmp_path):
     assert service.edit(caller, EditRequest("prepend", "journal.md", text="Tuesday: ran.")).ok
     assert service.edit(caller, EditRequest("find_replace", "journal.md", text="hiked", find="walked")).ok
     assert (root / "journal.md").read_text() == "Tuesday: ran.\n\nMonday: hiked.\n"
+
+
+# --- issue 36 item 7: outside a curated vault a write changes only the bytes its operation names ---
+
+PERSON_HEAD = ("---\ntitle: Journal   # my own title\ncollection: work   # not a folder, my own word\n"
+               "tags: [a, b]\n---\n")
+
+
+def _plain(tmp_path, rel: str, data: bytes):
+    root = tmp_path / "notes"
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_bytes(data)
+    service = WriteService(Vault.open(root), clock=lambda: dt.date(2026, 3, 1))
+    return root, service, Caller.local(service.vault, agent="claude-code")
+
+
+def test_an_append_in_a_plain_folder_stamps_nothing_and_keeps_the_persons_fields(tmp_path):
+    from vault_index.services.writes.write import WriteRequest
+
+    root, service, caller = _plain(tmp_path, "days/j.md", (PERSON_HEAD + "Monday.\n").encode())
+    outcome = service.write(caller, WriteRequest("append", "days/j.md", body="Tuesday.\n"))
+    assert outcome.status == "written", outcome
+    # old code: status, created, updated, updated_by stamped, collection: days, the comments dropped
+    assert (root / "days" / "j.md").read_text() == PERSON_HEAD + "Monday.\n\nTuesday.\n"
+
+
+def test_a_plain_replace_changes_only_the_fields_it_names(tmp_path):
+    from vault_index.services.writes.write import WriteRequest
+
+    root, service, caller = _plain(tmp_path, "days/j.md", (PERSON_HEAD + "Monday.\n").encode())
+    outcome = service.write(caller, WriteRequest("replace", "days/j.md", frontmatter={"tags": ["c"]},
+                                                 base_version=version_of(root, "days/j.md")))
+    assert outcome.status == "written", outcome
+    assert (root / "days" / "j.md").read_text() == PERSON_HEAD.replace("tags: [a, b]", "tags:\n- c") + "Monday.\n"
+    made = service.write(caller, WriteRequest("create", "days/new.md", body="just text\n"))
+    assert made.status == "written" and (root / "days" / "new.md").read_text() == "just text\n"
+
+
+def test_prepend_on_a_note_with_a_byte_order_mark_keeps_its_frontmatter_and_the_mark(tmp_path):
+    root, service, caller = _plain(tmp_path, "bom.md", ("\ufeff" + PERSON_HEAD + "# B\n\nbody\n").encode())
+    assert service.edit(caller, EditRequest("prepend", "bom.md", text="TL;DR")).status == "written"
+    # old code: "TL;DR\n\n\ufeff---\n..." (the frontmatter pushed into the body)
+    assert (root / "bom.md").read_bytes() == ("\ufeff" + PERSON_HEAD + "TL;DR\n\n# B\n\nbody\n").encode()
+    view = service.read(caller, "bom.md")
+    assert view.frontmatter["title"] == "Journal" and view.body.startswith("TL;DR")
+
+
+def test_replace_section_on_a_cr_only_note_replaces_the_section(tmp_path):
+    data = b"---\rtitle: C\r---\r# C\r\r## S\r\rold\r\r## T\r\rkeep\r"
+    root, service, caller = _plain(tmp_path, "cr.md", data)
+    outcome = service.edit(caller, EditRequest("replace_section", "cr.md", text="new\nlines", heading="S",
+                                               base_version=fileio.file_version(data)))
+    assert outcome.status == "written", outcome
+    # old code: the whole note turned to LF with "new" appended after "keep"
+    assert (root / "cr.md").read_bytes() == b"---\rtitle: C\r---\r# C\r\r## S\r\rnew\rlines\r\r## T\r\rkeep\r"
+
+
+def test_the_person_own_collection_in_a_vault_is_still_the_folder(tmp_path):
+    """In a curated vault a note's collection is where it lies: the stamps and that rule stay."""
+    from vault_index.services.writes.write import WriteRequest
+
+    root = tmp_path / "vault"
+    scaffold(root)
+    (root / "research" / "x.md").write_text("---\ntitle: X\ncollection: research\nstatus: draft\n---\nbody\n")
+    service = WriteService(Vault.open(root), clock=lambda: dt.date(2026, 3, 1))
+    caller = Caller.local(service.vault, agent="claude-code")
+    assert service.write(caller, WriteRequest("append", "research/x.md", body="more")).status == "written"
+    assert "updated: 2026-03-01" in (root / "research" / "x.md").read_text()
+
+
+# --- issue 36 item 11: a request's work is bounded by the note's size and structure ---
+
+
+def test_replace_section_on_a_note_of_sixty_thousand_headings_is_refused_before_any_parse(tmp_path):
+    import time
+
+    from vault_index.services.writes.note_limits import MAX_NOTE_HEADINGS
+
+    body = "".join(f"## h{i}\n\nx\n\n" for i in range(60_000))
+    root, service, caller = _plain(tmp_path, "big.md", body.encode())
+    started = time.perf_counter()
+    outcome = service.edit(caller, EditRequest("replace_section", "big.md", text="new", heading="h59990",
+                                               base_version=fileio.file_version(body.encode())))
+    elapsed = time.perf_counter() - started
+    assert outcome.status == "invalid" and "replace the note whole" in outcome.problems[0]["message"], outcome
+    assert elapsed < 2.0, elapsed  # old code: 19-35 s holding the server's lock (36 s here)
+    few = "".join(f"## h{i}\n\nx\n\n" for i in range(MAX_NOTE_HEADINGS - 10))
+    (root / "few.md").write_text(few)
+    started = time.perf_counter()
+    assert service.edit(caller, EditRequest("replace_section", "few.md", text="new", heading="h5",
+                                            base_version=version_of(root, "few.md"))).status == "written"
+    assert time.perf_counter() - started < 5.0  # the largest note it edits: bounded (about 0.5 s here)
+
+
+def test_a_write_may_not_make_a_note_of_more_headings_than_the_limit(tmp_path):
+    from vault_index.services.writes.note_limits import MAX_NOTE_HEADINGS
+    from vault_index.services.writes.write import WriteRequest
+
+    root, service, caller = _plain(tmp_path, "small.md", b"# Small\n")
+    many = "".join(f"# h{i}\n" for i in range(MAX_NOTE_HEADINGS + 1))
+    made = service.write(caller, WriteRequest("create", "made.md", body=many))
+    appended = service.write(caller, WriteRequest("append", "small.md", body=many))
+    assert (made.status, appended.status) == ("invalid", "invalid")  # old code: written, then 12 s to index
+    assert "split it into several notes" in made.problems[0]["message"]
+    assert not (root / "made.md").exists() and (root / "small.md").read_text() == "# Small\n"
+
+
+def test_a_long_list_note_is_not_parsed_by_replace_section(tmp_path):
+    body = "# T\n\n## S\n\nx\n\n" + "".join(f"- item {i}\n" for i in range(150_000))
+    root, service, caller = _plain(tmp_path, "list.md", body.encode())
+    outcome = service.edit(caller, EditRequest("replace_section", "list.md", text="new", heading="S",
+                                               base_version=fileio.file_version(body.encode())))
+    assert outcome.status == "invalid" and "150,007 lines" in outcome.problems[0]["message"]  # old code: 10-15 s
+
+
+def test_headings_are_found_in_one_pass():
+    body = "# T\n\n" + "".join(f"## h{i}\n\nx\n\n### h{i}.1\n\ny\n\n" for i in range(500))
+    found = find_heading(body, "h499")
+    assert (found.level, found.end) == (2, len(body.split("\n")))
+    assert find_heading(body, "h3").end == find_heading(body, "h4").start
+    assert find_heading(body, "h3 > h3.1").end == find_heading(body, "h4").start
+    assert find_heading(body, "T").end == len(body.split("\n"))

@@ -260,3 +260,28 @@ def test_the_hand_off_path_imports_only_the_socket_client(served):
     assert wait_for(lambda: listener.done >= 1)  # handed off, and the server re-indexed it
     assert "bike.md" in found(settings, embedder, "quokkawax drip lube")
     assert str(note) == str(vault / "bike.md")
+
+
+def test_a_search_request_is_answered_on_its_own_thread_and_never_holds_an_edit(served, short_dir):
+    from vault_index.services.writes.edit_client import ask_search
+
+    vault, settings, _, listener = served
+    assert ask_search(settings.db_path, {"project": "/x", "prompt": "p", "already": []}) == {"status": "off"}
+    release, asked = threading.Event(), []
+
+    def slow_search(request: dict) -> dict:
+        asked.append(request)
+        release.wait(WAIT_S)
+        return {"status": "ok", "echo": request["prompt"]}
+
+    listener.search = slow_search
+    box: list = []
+    waiting = threading.Thread(target=lambda: box.append(ask_search(settings.db_path, {"prompt": "garden"},
+                                                                     timeout=WAIT_S)))
+    waiting.start()
+    assert wait_for(lambda: asked)
+    assert hand_off(settings.db_path, str(vault / "garden.md")) == "queued"  # not behind the search
+    assert ask_search(settings.db_path, {"prompt": "late"}, timeout=0.3) is None  # a hook that gives up
+    release.set()
+    waiting.join(WAIT_S)
+    assert box == [{"status": "ok", "echo": "garden"}]

@@ -94,3 +94,16 @@ def test_decay_states():
                                                                                  "ttl_days": 10}
     assert fm.decay({"updated": "2024-12-01"}, today, 0.75) is None
     assert fm.decay({"ttl_days": 10, "updated": "2024-02-30"}, today, 0.75) is None
+
+
+def test_set_fields_keeps_every_line_it_is_not_told_to_change():
+    from vault_index.services.vault.frontmatter_text import newline_of, set_fields
+
+    head = "---\r\ntitle: T   # mine\r\ntags:\r\n- a\r\n- b\r\nextra: 1\r\n---\r\n"
+    assert set_fields(head, {"tags": ["c"], "new": "v", "extra": None}) == (
+        "---\r\ntitle: T   # mine\r\ntags:\r\n- c\r\nnew: v\r\n---\r\n")
+    assert set_fields("", {"status": "draft"}) == "---\nstatus: draft\n---\n"
+    assert set_fields(head, {}) == head
+    flow = "---\n{title: T, status: draft}\n---\n"  # not line-editable: rendered whole, still right
+    assert fm.parse(set_fields(flow, {"status": "canonical"}))[0] == {"title": "T", "status": "canonical"}
+    assert (newline_of("a\r\nb"), newline_of("a\rb"), newline_of("a\nb"), newline_of("a")) == ("\r\n", "\r", "\n", "\n")

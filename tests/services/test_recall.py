@@ -115,3 +115,29 @@ def test_recall_passes_the_agents_sub_queries_to_the_notes_search_only(project, 
     found = recall(app, memfile, question, limit=3, subqueries=sub_queries(keywords="brake pads groove"))
     assert found["notes"][0]["heading"] == "Bike maintenance > Brakes"
     assert found["graph"] == plain["graph"]  # the graph is searched with the question alone
+
+
+def test_recall_gives_one_item_per_note_with_its_other_sections_and_one_per_lesson(project, memfile, open_app,
+                                                                                     fake_embedder):
+    """Issue 39 item 7: a long note matching in many sections filled every note slot with its
+    chunks; now it is one item listing where the others lie (`also`, `more`), and the other notes
+    get the slots. Lessons stay one item per lesson (a section of lessons.md each)."""
+    from vault_index.services.search.per_note import MAX_ALSO
+
+    write(project, "docs/lessons.md", LESSONS + "\n## L-0002: Check the sensor battery monthly\n\n"
+          "- status: active\n- lesson: Check the sensor battery monthly\n")
+    parts = "\n\n".join(f"## Part {i}\n\nThe sensor battery log, part {i}: " + "filler words " * 40 for i in range(5))
+    write(project, "long.md", "# Long\n\n" + parts + "\n")
+    for n in range(2):
+        write(project, f"more/sensor-{n}.md", f"# Sensor log {n}\n\nThe sensor battery read {n} volts.\n")
+    app = open_app(fake_embedder)
+    app.index([str(project)])
+    found = recall(app, memfile, "sensor battery log part", limit=3)
+    displays = [h["display"] for h in found["notes"]]
+    assert len(displays) == len(set(displays)) == 3 and "long.md" in displays
+    long = next(h for h in found["notes"] if h["display"] == "long.md")
+    assert long["more"] == 4 and len(long["also"]) == MAX_ALSO
+    assert all(set(s) == {"heading", "line_start", "line_end"} and s["heading"].startswith("Long > Part ")
+               for s in long["also"])
+    assert long["heading"] not in {s["heading"] for s in long["also"]}
+    assert len(found["lessons"]) >= 2 and len({h["heading"] for h in found["lessons"]}) == len(found["lessons"])

@@ -205,6 +205,18 @@ def test_snippet_of_a_long_chunk_is_centred_on_the_query_word(tmp_path, open_app
     assert len(hit.snippet) <= 482
 
 
+def test_snippet_shows_the_lines_that_matched_not_the_records_status_line(tmp_path, open_app):
+    """Issue 39: a decision record's chunk opened with `Status: accepted`, and that was its snippet."""
+    root = tmp_path / "adr"
+    write(root, "0003-gateway.md", "# 0003: Gateway\n\nStatus: accepted\nDate: 2024-03-01\n\n"
+                                   "Every preflight goes through the gateway.\nThe gateway checks origins once.\n")
+    app = open_app(FakeEmbedder())
+    app.index([str(root)])
+    (hit,) = app.search("preflight origins", mode="keyword").hits
+    assert hit.snippet == "…Every preflight goes through the gateway.\nThe gateway checks origins once."
+    assert app.search("gateway", mode="keyword").hits[0].snippet.startswith("…Every preflight")
+
+
 def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, open_app):
     from helpers import FakeEmbedder, write
 
@@ -272,7 +284,7 @@ def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_pa
     write(tmp_path / "notes", "small.md", "# Small\n\nOne marmot note.\n")
     app = open_app(None)
     app.index([str(tmp_path / "notes")])
-    chunks = app.search("marmot burrow", "keyword", 10).hits
+    chunks = app.search("marmot burrow", "keyword", 10, per_note=False).hits
     notes = app.search("marmot burrow", "keyword", 10, per_note=True).hits
     big = [h for h in chunks if h.path.endswith("big.md")]
     assert len(big) >= 3  # the chunk view: the long note takes several slots
@@ -280,6 +292,32 @@ def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_pa
     best = next(h for h in notes if h.path == big[0].path)
     assert (best.line_start, best.more) == (big[0].line_start, len(big) - 1)
     assert {h.path for h in notes} == {h.path for h in chunks}
+    assert all(not h.also and not h.more for h in chunks)
+
+
+def test_one_hit_per_note_is_the_default_and_names_the_notes_other_sections(tmp_path, open_app):
+    """Issue 39 item 7: one default for every surface (App.search): one hit per note, listing where
+    its other matched sections lie (heading and lines, the first MAX_ALSO, best first); `more`
+    counts them all. Chunks on request. The Searcher itself (the eval's and the bench's) still
+    gives chunks."""
+    from helpers import write
+    from vault_index.services.search.per_note import MAX_ALSO
+    from vault_index.types import SectionRef
+
+    long = "\n\n".join(f"## Part {i}\n\nThe marmot burrow plan, part {i}: " + "filler words " * 120 for i in range(6))
+    write(tmp_path / "notes", "big.md", "# Big\n\n" + long + "\n")
+    write(tmp_path / "notes", "small.md", "# Small\n\nOne marmot note.\n")
+    app = open_app(None)
+    app.index([str(tmp_path / "notes")])
+    chunks = app.search("marmot burrow", "keyword", 10, per_note=False).hits
+    default = app.search("marmot burrow", "keyword", 10).hits
+    assert [h.path for h in default] == list(dict.fromkeys(h.path for h in chunks))
+    big = [h for h in chunks if h.path.endswith("big.md")]
+    best = next(h for h in default if h.path.endswith("big.md"))
+    assert best.more == len(big) - 1 == 5
+    assert best.also == tuple(SectionRef(h.heading, h.line_start, h.line_end) for h in big[1 : 1 + MAX_ALSO])
+    assert all(s.heading.startswith("Big > Part ") for s in best.also)
+    assert len(app.searcher.search("marmot burrow", "keyword", 10).hits) == len(chunks)  # the eval's view
 
 
 def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_app):

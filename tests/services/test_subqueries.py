@@ -179,12 +179,12 @@ def test_on_the_example_vault_empty_sub_queries_change_nothing_and_real_ones_cha
         app.index([str(vault)])
         query = "Why did droplets appear within the weatherproof housings despite no leak from outside?"
         for mode in ("hybrid", "keyword", "vector"):
-            plain = app.search(query, mode=mode, limit=100)
-            empty = app.search(query, mode=mode, limit=100, subqueries=SubQueries())
+            plain = app.search(query, mode=mode, limit=100, per_note=False)
+            empty = app.search(query, mode=mode, limit=100, per_note=False, subqueries=SubQueries())
             assert len(plain.hits) > 10 and _ranking(empty) == _ranking(plain), mode
         found = sub_queries(keywords="condensation enclosure", paraphrases=["water inside sealed sensor boxes"],
                             hypothetical="Droplets formed from condensation as the temperature dropped at night.")
-        helped = app.search(query, mode="hybrid", limit=100, subqueries=found)
-        assert _ranking(helped) != _ranking(app.search(query, mode="hybrid", limit=100))
+        helped = app.search(query, mode="hybrid", limit=100, per_note=False, subqueries=found)
+        assert _ranking(helped) != _ranking(app.search(query, mode="hybrid", limit=100, per_note=False))
     finally:
         app.close()

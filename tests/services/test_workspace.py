@@ -83,6 +83,39 @@ def test_a_project_sees_personal_notes_and_its_own_docs_never_another_projects(e
         assert {h.path for h in app.search("zebrafish", "keyword", 10).hits} == {str(personal)}
 
 
+def test_an_agents_resync_without_paths_touches_and_counts_its_own_workspace_only(env, monkeypatch):
+    """Issue 36 item 13: index_paths with no paths re-synced every workspace and counted their files."""
+    personal = note(env / "home" / "notes", "n.md", "personal")
+    a, b = project(env / "a"), project(env / "b")
+    note(a / "docs", "x.md", "alpha")
+    theirs = note(b / "docs", "y.md", "beta")
+    note(b / "docs", "z.md", "beta too")
+    monkeypatch.chdir(env / "home")
+    with _open() as app:
+        app.index([str(personal.parent)])
+    for proj in (a, b):
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(proj))
+        with _open() as app:
+            app.adopt_workspace()
+    theirs.write_text("# y.md\n\nbeta, edited by b's person\n")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(a))
+    with _open() as app:
+        report = app.index(None, by_agent=True)
+        # old code: 4 scanned, b's edit indexed (1) and counted in a's answer
+        assert (report.scanned, report.indexed, report.unchanged) == (2, 0, 2)
+        stored = app.store.file_state(str(theirs))
+        assert stored is not None and stored.hash != _sha(theirs)  # b's note waits for b's own sync
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(b))
+    with _open() as app:
+        assert app.index(None, by_agent=True).indexed == 1
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 @pytest.mark.parametrize("folder", ["docs", "notes"])
 def test_a_write_that_makes_the_projects_folder_is_found_by_the_next_search(env, monkeypatch, folder):
     """The first lesson of a new project makes docs/lessons.md: that folder did not exist when the
@@ -100,6 +133,26 @@ def test_a_write_that_makes_the_projects_folder_is_found_by_the_next_search(env,
         picture = proj / folder / "diagram.svg"
         picture.write_text("<svg/>")
         assert app.reindex_file(str(picture)) is None  # not a note of an adopted folder: no sync
+
+
+def test_a_projects_readme_is_searched_in_that_project_and_no_other_root_file(env, monkeypatch):
+    """Issue 39: how to run the service locally was in README.md, which no project indexed."""
+    a, b = project(env / "a"), project(env / "b")
+    readme = a / "README.md"
+    readme.write_text("# Billing\n\n## Run it locally\n\n`make serve-local` starts the walrus service on "
+                      "port 8080.\n", encoding="utf-8")
+    note(a, "CONTRIBUTING.md", "walrus contributors sign here")  # another root file: stays out
+    note(a / "src", "README.md", "walrus module internals")  # a README below the root: stays out
+    note(b, "README.md", "the other project's walrus")
+    for proj, own in ((a, readme), (b, b / "README.md")):
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(proj))
+        with _open() as app:
+            app.adopt_workspace()
+            assert {h.path for h in app.search("walrus service locally", "keyword", 10).hits} == {str(own)}
+            assert [s["path"] for s in app.sources()] == [str(own)]  # the file alone, not the project root
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")
+    with _open() as app:  # personal: neither README
+        assert app.search("walrus", "keyword", 10).hits == ()
 
 
 def test_a_vault_sees_only_itself_and_a_filter_cannot_widen_it(env, monkeypatch):

@@ -361,3 +361,19 @@ def test_frontmatter_aliases_are_refused_by_the_writer_as_by_the_index(root, ser
     outcome = service.write(ADMIN, WriteRequest("append", "pricing/laughs.md", body="## More\n"))
     assert outcome.status == "invalid" and "alias" in str(outcome.problems)
     assert note.read_bytes() == before
+
+
+def test_a_plain_project_note_is_read_without_the_curated_vaults_required_fields(tmp_path, root, service):
+    """Issue 39: note_read in a project with no config listed title, status, created, updated as problems."""
+    project = tmp_path / "project"
+    (project / "notes").mkdir(parents=True)
+    (project / "notes" / "plain.md").write_text("# Plain\n\nJust text.\n")
+    (project / "notes" / "fields.md").write_text("---\ntags: [x]\nstatus: someday\n---\n# Typed\n")
+    (project / "notes" / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Broken\n")
+    plain = WriteService(Vault.open(project))
+    me = Caller.local(plain.vault)
+    assert plain.read(me, "notes/plain.md").problems == ()
+    assert [p["field"] for p in plain.read(me, "notes/fields.md").problems] == ["status"]  # what it sets is checked
+    assert plain.read(me, "notes/broken.md").problems  # a frontmatter that cannot be read still is one
+    (root / "pricing" / "bare.md").write_text("# Bare\n")  # a curated vault keeps its schema
+    assert {"title", "status"} <= {p["field"] for p in service.read(ADMIN, "pricing/bare.md").problems}

@@ -93,6 +93,29 @@ def test_search_dash_reads_one_query_per_stdin_line_and_prints_json_lines(env, v
     assert [r["hits"][0]["path"].rsplit("/", 1)[1] for r in results] == ["bike.md", "sourdough.md", "garden.md"]
 
 
+def test_search_gives_one_hit_per_note_with_its_other_sections_and_chunks_on_request(env, tmp_path):
+    """Issue 39 item 7: the terminal's default is the agent's (one hit per note, `also` naming its
+    other matched sections, in JSON and as a short line); `--chunks` gives chunks."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "bike.md").write_text("# Bike\n\n## Brakes\n\nThe brake pads wear.\n\n## Cables\n\n"
+                                   "Brake cables stretch.\n\n## Levers\n\nBrake levers loosen.\n")
+    (notes / "kiln.md").write_text("# Kiln\n\nThe kiln has no brake.\n")
+    run(env, "index", str(notes), "-s")
+    found = json.loads(run(env, "search", "brake", "--json").stdout)
+    assert sorted(h["path"] for h in found["hits"]) == [str(notes / "bike.md"), str(notes / "kiln.md")]
+    bike = next(h for h in found["hits"] if h["path"].endswith("bike.md"))
+    assert bike["more"] == 2 and [set(s) for s in bike["also"]] == [{"heading", "line_start", "line_end"}] * 2
+    assert {s["heading"] for s in bike["also"]} | {bike["heading"]} == {"Bike > Brakes", "Bike > Cables",
+                                                                          "Bike > Levers"}
+    text = run(env, "search", "brake").stdout
+    assert re.search(r"^    also: Bike > \w+ \d+-\d+; Bike > \w+ \d+-\d+$", text, re.M), text
+    chunks = json.loads(run(env, "search", "brake", "--chunks", "--json").stdout)
+    assert [h["path"] for h in chunks["hits"]].count(str(notes / "bike.md")) == 3
+    assert all("also" not in h and "more" not in h for h in chunks["hits"])
+    assert "also:" not in run(env, "search", "brake", "--chunks").stdout
+
+
 def test_get_prints_a_note_and_refuses_paths_outside_the_sources(env, vault, tmp_path):
     run(env, "index", str(vault), "-s")
     assert run(env, "get", "bike.md").stdout == (vault / "bike.md").read_text()
@@ -123,7 +146,8 @@ def test_usage_and_not_found_errors_have_their_exit_codes(env, vault, tmp_path):
 def test_sources_remove_and_status(env, vault):
     run(env, "index", str(vault), "-s")
     sources = json.loads(run(env, "sources", "--json").stdout)
-    assert sources == [{"name": vault.name, "path": str(vault), "files": 4, "chunks": sources[0]["chunks"]}]
+    assert sources == [{"name": vault.name, "path": str(vault), "files": 4, "chunks": sources[0]["chunks"],
+                        "vectors": 0}]
     assert sources[0]["chunks"] > 4
     status = json.loads(run(env, "status", "--json").stdout)
     assert status["files"] == 4 and status["db"] == env["VAULT_INDEX_DB"] and status["vectors"] == 0

@@ -149,6 +149,11 @@ def test_tension_lint_and_dashboard(env, tmp_path):
     assert "drafts" not in reader_board["collections"] and reader_board["notes"] == 2
     text = run(env, "dashboard", *v).stdout
     assert "open tensions       1" in text
+    # issue 39: the recent writes were printed under "open tensions" with no heading of their own
+    lines = text.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("recent writes"))
+    assert lines[heading] == f"recent writes       {len(board['recent_writes'])} (newest first)"
+    assert lines[heading + 1].startswith("  ") and "tension" in lines[heading + 1].lower()
 
 
 def test_bad_input_is_a_clear_error_never_a_traceback(env, tmp_path):

@@ -5,6 +5,8 @@ through the SDK's client; the model is the fake one."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import anyio
 import pytest
 from helpers import FakeEmbedder, make_settings
@@ -58,13 +60,44 @@ def test_a_missing_reranker_is_said_once_per_process_and_never_when_turned_off(v
 
 
 def test_status_says_rerank_on_only_when_it_loads(vault, tmp_path):
-    app = App.open(make_settings(tmp_path, "st.db"),
-                   models=Models("none", str(tmp_path / "no-reranker"), tmp_path / "models", rerank=True))
+    settings = replace(make_settings(tmp_path, "st.db"), rerank=True, rerank_default=True)  # VAULT_RERANK=1
+    app = App.open(settings, models=Models("none", str(tmp_path / "no-reranker"), tmp_path / "models", rerank=True))
     try:
+        assert app.default_mode == "hybrid+rerank"
         assert app.status()["rerank_state"] == "on (not checked)"  # the server's instructions load nothing
         assert app.status(probe_models=True)["rerank_state"].startswith("on, not loadable here (")
     finally:
         app.close()
+
+
+def test_rerank_is_off_by_default_and_status_says_once_how_to_turn_it_on(vault, tmp_path):
+    """Issue 39: hybrid+rerank was the default though no cross-encoder loads offline, so every
+    terminal search warned and status said "rerank on, not loadable here"."""
+    settings = replace(make_settings(tmp_path, "default.db"), rerank=True)  # VAULT_RERANK unset
+    missing = Models("none", str(tmp_path / "no-reranker"), tmp_path / "models", rerank=True)
+    missing._embedder, missing._embed_tried = FakeEmbedder(), True
+    app = App.open(settings, models=missing)
+    try:
+        app.index([str(vault)])
+        result = app.search("brake pads")
+        assert (result.mode, result.reranked) == ("hybrid", False) and result.hits
+        assert not any("rerank" in n for n in result.notices)  # nothing to warn about: nobody asked
+        assert missing._reranker is None and not missing._rerank_tried  # and nothing tried to load it
+        state = app.status(probe_models=True)["rerank_state"]
+        assert state.startswith("off by default") and "VAULT_RERANK=1" in state and "--mode hybrid+rerank" in state
+        assert not missing._rerank_tried  # status loads nothing to say so
+        asked = app.search("brake pads", mode="hybrid+rerank")  # asking still tries, and says why not
+        assert asked.mode == "hybrid" and any(n.startswith("rerank off") for n in asked.notices)
+        tools = anyio.run(_tools, build_server(app, tmp_path / "memory.jsonl", vault_root=vault))
+        mode = tools["search_notes"]["mode"]
+        assert mode["default"] is None and "VAULT_RERANK=1" in mode["description"]
+    finally:
+        app.close()
+
+
+async def _tools(server) -> dict:
+    async with Client(server) as client:
+        return {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
 
 
 def test_an_empty_index_says_how_to_add_a_folder(open_app):
@@ -162,3 +195,15 @@ def test_recall_and_search_at_the_terminal_are_silent_with_s(tmp_path, vault):
         assert "note: vector search off" in loud.stderr, command  # no model in this environment
         assert quiet.returncode == 0 and "note:" not in quiet.stderr, command
         assert quiet.stdout == loud.stdout
+
+
+def test_vault_rerank_says_whether_rerank_may_run_and_whether_it_is_the_default(monkeypatch):
+    from vault_index.config import Settings
+
+    for raw, allowed, default in ((None, True, False), ("1", True, True), ("0", False, False)):
+        if raw is None:
+            monkeypatch.delenv("VAULT_RERANK", raising=False)
+        else:
+            monkeypatch.setenv("VAULT_RERANK", raw)
+        settings = Settings.from_env()
+        assert (settings.rerank, settings.rerank_default) == (allowed, default), raw

@@ -16,7 +16,7 @@ from mcp import Client
 
 async def _answers(server) -> list[dict]:
     async with Client(server) as client:
-        found = [await client.call_tool("search_notes", {"query": "brake pads groove"}),
+        found = [await client.call_tool("search_notes", {"query": "brake pads groove", "mode": "hybrid+rerank"}),
                  await client.call_tool("recall", {"query": "brake pads"})]
         return [answer.structured_content for answer in found]
 

@@ -21,7 +21,7 @@ from vault_index.engine.indexer import EMBED_COMMIT_BATCH
 
 # One chunk each; the session ends once the first commit of vectors landed, so the watcher is
 # inside the second batch's embedding on any machine, and the resume embeds what that cut short.
-NOTES = EMBED_COMMIT_BATCH + 36
+NOTES = 4 * EMBED_COMMIT_BATCH + 36  # several batches: a warm model (the prompt hook's warm-up) finished one alone
 
 
 def _env(home, model_cache) -> dict:

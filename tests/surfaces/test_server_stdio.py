@@ -129,7 +129,7 @@ def test_every_tool_over_stdio(tmp_path, vault):
     sources = {s["path"]: s for s in seen["sources"].structured_content["sources"]}
     assert set(sources) == {str(vault), str(second)}
     assert sources[str(vault)]["files"] == 4 and sources[str(second)] == {"name": "zoo", "path": str(second),
-                                                                          "files": 1, "chunks": 1}
+                                                                          "files": 1, "chunks": 1, "vectors": 0}
     assert sources[str(vault)]["name"] == vault.name  # the default: the folder's base name
     assert [h["path"] for h in seen["search_source"].structured_content["hits"]] == [str(second / "spiny.md")]
     assert seen["search_unknown"].is_error and "zoo" in _text(seen["search_unknown"])

@@ -64,3 +64,24 @@ def test_search_notes_and_recall_take_the_agents_sub_queries(tmp_path, open_app)
     assert found.notes[0]["heading"] == "Bike > Brakes"
     with pytest.raises(ToolError, match="keep each under"):
         search_notes(tc, query, None, paraphrases=["x" * 501])
+
+
+def test_search_notes_gives_one_hit_per_note_with_its_other_sections_and_chunks_on_request(tmp_path, open_app):
+    """Issue 39 item 7: `also` lists the note's other matched sections (heading and lines) over
+    MCP as in the CLI's JSON; `per_note: false` gives chunks."""
+    root = tmp_path / "notes"
+    write(root, "bike.md", "# Bike\n\n## Brakes\n\nThe brake pads wear.\n\n## Cables\n\nBrake cables stretch.\n\n"
+                           "## Levers\n\nBrake levers loosen.\n")
+    write(root, "kiln.md", "# Kiln\n\nThe kiln has no brake.\n")
+    app = open_app(None)
+    app.index([str(root)])
+    tc = _context(app, root, tmp_path)
+    notes = search_notes(tc, "brake", None, mode="keyword")
+    assert sorted(hit.path for hit in notes.hits) == [str(root / "bike.md"), str(root / "kiln.md")]
+    bike = next(hit for hit in notes.hits if hit.path.endswith("bike.md"))
+    assert bike.more == 2 and {s["heading"] for s in bike.also} | {bike.heading} == {
+        "Bike > Brakes", "Bike > Cables", "Bike > Levers"}
+    assert all(s["line_start"] <= s["line_end"] for s in bike.also)
+    chunks = search_notes(tc, "brake", None, mode="keyword", per_note=False)
+    assert [hit.path for hit in chunks.hits].count(str(root / "bike.md")) == 3
+    assert all(hit.also == [] and hit.more == 0 for hit in chunks.hits)

@@ -108,6 +108,45 @@ def test_adr_create_writes_links_and_reindexes(project, tmp_path, open_app):
     assert {h.path for h in app.search("wombat", mode="keyword").hits} == {str(path), str(second)}
 
 
+def test_adr_create_continues_the_projects_decisions_series(project, tmp_path, open_app):
+    """Issue 39: a project with docs/decisions/0001-0003 got a second series at docs/adr/0001."""
+    for number in ("0001", "0002", "0003"):
+        write(project, f"docs/decisions/{number}-earlier.md", f"# {number}: Earlier\n\n## Context\n\nc\n")
+    app = open_app(None)
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [("create", "adr_create", {
+        "title": "Queue the imports", "context": "c", "options": "o", "decision": "d"})])
+    path = project / "docs" / "decisions" / "0004-queue-the-imports.md"
+    assert seen["create"].structured_content["path"] == str(path) and path.exists()
+    assert not (project / "docs" / "adr").exists()
+
+
+def test_lessons_and_records_are_not_committed_in_a_plain_projects_repository(project, tmp_path, open_app,
+                                                                               monkeypatch):
+    """Issue 39: docs/mcp.md said lesson_add and adr_create commit; in a plain project (no
+    .vault-index/config.yaml) they never did, and they must not: the repository is the person's."""
+    import subprocess
+
+    monkeypatch.delenv("VAULT_GIT_COMMIT", raising=False)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(project), "-c", "user.name=T", "-c", "user.email=t@t", *args],
+                              capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "the person's own commit")
+    app = open_app(None)
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [
+        ("lesson", "lesson_add", {"lesson": "Pin the model", "cause": "c", "detect": "d"}),
+        ("adr", "adr_create", {"title": "Keep SQLite", "context": "c", "options": "o", "decision": "d"})])
+    assert not seen["lesson"].is_error and not seen["adr"].is_error
+    assert git("rev-list", "--count", "HEAD").strip() == "1"  # no commit of ours
+    assert git("status", "--porcelain", "--untracked-files=all").split() == [
+        "??", "docs/adr/0001-keep-sqlite.md", "??", "docs/lessons.md"]  # written, left for the person
+
+
 def test_a_write_outside_every_source_is_written_but_not_indexed(project, tmp_path, open_app, monkeypatch):
     content = tmp_path / "elsewhere"
     content.mkdir()

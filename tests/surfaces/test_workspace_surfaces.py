@@ -234,14 +234,17 @@ def test_a_project_without_docs_keeps_its_graph_facts_to_itself(machine, monkeyp
 
 
 def test_a_resync_of_every_source_names_no_other_projects_files(machine):
-    """index_paths() with no paths re-syncs every source; old code's answer listed the problems of
-    every workspace's files, so A's agent read B's file names. The terminal's status the same."""
+    """index_paths() with no paths re-syncs the sources A sees (issue 36: it re-synced every
+    workspace's); old code's answer listed the problems of every workspace's files, so A's agent
+    read B's file names. The terminal's status the same."""
     (machine["b"] / "docs" / "zeta-acquisition.md").write_bytes(b"\x00\x01 not text")
     server = build_server(App.open(Settings.from_env()), memory_file=machine["tmp"] / "m.jsonl")
     out = anyio.run(_session, server, [("sync", "index_paths", {})])
     assert not [p for p in out["sync"]["problems"] if "zeta" in p], out["sync"]
     app = App.open(Settings.from_env())
     try:
+        assert not app.store.problems()  # A's agent did not even read B's files
+        app.index(None)  # the person's sync of every source records B's problem
         assert app.store.problems() and not app.status()["problems"]  # B's problem is B's to see
     finally:
         app.close()

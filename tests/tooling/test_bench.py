@@ -40,3 +40,16 @@ def test_parts_names_what_runs_and_refuses_an_unknown_part():
     assert bench._parts(SimpleNamespace(parts="edits, footprint")) == {"edits", "footprint"}
     with pytest.raises(UsageError, match="unknown edit"):
         bench._parts(SimpleNamespace(parts="footprint,edit"))
+
+
+def test_the_footprint_says_the_first_index_in_a_fresh_home_beside_a_later_one():
+    """Issue 39 item 17: the bench's footprint part measures the run that builds the fp32 model."""
+    from vault_index.tooling import bench_footprint
+
+    fp = {"first_index": {"notes": 20, "first": {"peak_rss_mb": 279.2, "seconds": 12.4, "chunks": 27},
+                          "later": {"peak_rss_mb": 279.3, "seconds": 7.5, "chunks": 27}}}
+    text = bench_footprint.render(fp, None)
+    assert ("first index in a fresh home (20 notes, builds the fp32 model): peak 279.2 MB in 12.4 s; later, "
+            "the model built: peak 279.3 MB in 7.5 s") in text
+    failed = bench_footprint.render({"first_index": {"notes": 20, "first": {"error": "boom"}, "later": {}}}, None)
+    assert "first index in a fresh home: " in failed and "boom" in failed

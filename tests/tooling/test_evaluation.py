@@ -110,3 +110,21 @@ def test_golden_sub_queries_are_read_and_the_eval_reports_with_and_without(tmp_p
     golden.write_text(json.dumps({**item, "subqueries": {"paraphrases": ["a", "b", "c", "d"]}}) + "\n")
     with pytest.raises(_UsageError, match="golden.jsonl:1: not a golden question"):
         evaluation.load_golden(golden, tmp_path)
+
+
+def test_the_eval_scores_chunks_whatever_the_surfaces_default(tmp_path, open_app):
+    """Issue 39 item 7: every surface gives one hit per note by default now; the eval keeps scoring
+    chunk ranks (its baselines were measured on chunks), so an answer in a note's second-best
+    section still counts at chunk level."""
+    from helpers import write as _write
+
+    vault = tmp_path / "v"
+    _write(vault, "bike.md", "# Bike\n\n## Brakes\n\nBrake brake brake: the brake pads.\n\n"
+                             "## Cables\n\nA brake cable stretches.\n")
+    question = Question("c1", "brake", "exact", ((str(vault / "bike.md"), "Bike > Cables"),))
+    app = open_app(None)
+    app.index([str(vault)])
+    assert [h.heading for h in app.search("brake", "keyword", 10, per_note=False).hits] == [
+        "Bike > Brakes", "Bike > Cables"]  # the answer is the note's second chunk
+    results = evaluation.evaluate(app, [question], ["keyword"])
+    assert results["overall"]["keyword"]["chunk"]["mrr"] == 0.5

@@ -90,7 +90,10 @@ def _read_note(root: Path, path: Path) -> tuple[str | None, bytes | None, str | 
     if looks_binary(raw):
         return None, raw, "skipped: binary file", info
     try:
-        return raw.decode("utf-8-sig"), raw, None, info
+        # Trigger: PostgreSQL text cannot hold NUL, SQLite can: the stores held different text
+        # (issue 36). Outcome: a NUL past the binary sniff is U+FFFD in what either store indexes;
+        # the file's hash, taken from the raw bytes, is unchanged.
+        return raw.decode("utf-8-sig").replace("\x00", "\ufffd"), raw, None, info
     except UnicodeDecodeError as exc:
         return None, raw, f"skipped: not UTF-8 (byte {exc.start})", info
 
@@ -115,11 +118,16 @@ def register(store: Store, paths: Iterable[str], name: str | None = None,
     return registered
 
 
-def local_checkouts(store: Store, report: SyncReport) -> list[tuple[int, int, Path]]:
+def local_checkouts(store: Store, report: SyncReport,
+                    seen: Callable[[str], bool] | None = None) -> list[tuple[int, int, Path]]:
     """Every checkout whose folder is on this machine. A source none of whose checkouts is here is
-    a problem line (its folder is missing); the checkouts of other machines are not."""
+    a problem line (its folder is missing); the checkouts of other machines are not. `seen(source
+    path)`: only the sources it accepts (an agent's workspace), the others neither synced nor named."""
     by_source: dict[int, list[tuple[int, Path]]] = {}
+    hidden = {sid for sid, path in store.sources() if not seen(path)} if seen is not None else set()
     for checkout_id, source_id, root in store.checkouts():
+        if source_id in hidden:
+            continue
         by_source.setdefault(source_id, []).append((checkout_id, Path(root)))
     targets = []
     for source_id, folders in by_source.items():
@@ -142,17 +150,16 @@ def sync(
     name: str | None = None,
     checkout: bool = False,
     scope_of: Callable[[Path], str] | None = None,
+    seen: Callable[[str], bool] | None = None,
     unseen: Callable[[str], bool] | None = None,
 ) -> SyncReport:
-    """Register `paths` as sources (none: every checkout on this machine) and bring the index up to
-    date; `name` names the one source when a single path is given, and with `checkout` that path
-    may be another checkout of the source already named so (ADR 0019). `unseen(path)`: a note the
-    caller's workspace does not see (another workspace's source nested in this one), left as it is
-    and never counted: its own source indexes it (services/boundary.py)."""
+    """Register `paths` as sources (none: every checkout here, or of the sources `seen` accepts) and sync;
+    `name` names a single path's source, which with `checkout` may be another checkout of it (ADR 0019).
+    `unseen(note)`: a note the caller does not see (another workspace's, nested here): left uncounted."""
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
-    targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report)
+    targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report, seen)
     sizing = _Sizing(models if embed else None)
 
     for checkout_id, source_id, root in targets:
@@ -166,9 +173,8 @@ def sync(
         # of each note, and what this checkout had (a note of it the walk does not find is gone)
         copies = store.copy_states(checkout_id)
         known = {path for path, copy in copies.items() if not copy.gone}
-        if unseen is not None:
-            files = [path for path in files if not unseen(path)]
-            known = {path for path in known if not unseen(path)}
+        if unseen is not None:  # its own source indexes it (services/boundary.py)
+            files, known = [p for p in files if not unseen(p)], {p for p in known if not unseen(p)}
         here = _Checkout(source_id, checkout_id, real_root, copies)
         ready: list[_Prepared] = []
         for done, path in enumerate(files, start=1):

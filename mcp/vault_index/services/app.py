@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
-from vault_index.engine.embedding.models import Models, setting_notice
+from vault_index.engine.embedding.models import Models
 from vault_index.engine.files.fileio import read_note
-from vault_index.engine.files.sources import looks_binary
+from vault_index.engine.files.sources import looks_binary, real_path
 from vault_index.engine.stores.store import BUSY_TIMEOUT_S
 from vault_index.engine.stores.store_contract import IndexStore, open_store
 from vault_index.errors import NotFoundError, UsageError, VaultIndexError
-from vault_index.services import boundary
+from vault_index.services import boundary, index_state
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search import confidence
-from vault_index.services.search.search import DEFAULT_MODE, Filters, Searcher, under_any
+from vault_index.services.search.per_note import PER_NOTE_DEFAULT
+from vault_index.services.search.search import DEFAULT_MODE, RERANK_MODE, Filters, Searcher, under_any
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.vault.vault import Vault
 from vault_index.services.workspace import Workspace
@@ -37,9 +38,10 @@ MAX_NOTE_CHARS = 100_000
 NOTHING_RELEVANT = "nothing relevant"  # how a notice says the hits are not answers; surfaces match on it
 
 
-def nothing_relevant(sure: float) -> str:
+def nothing_relevant(sure: float, mode: str = "hybrid") -> str:
     """The notice of an answer under the confidence threshold (services/search/confidence.py)."""
-    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {confidence.threshold():.2f}; "
+    limit = confidence.threshold(confidence.kind_of(mode))
+    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {limit:.2f}; "
             "the hits are the nearest notes, not answers")
 
 
@@ -111,9 +113,11 @@ class App:
         return workspaces.fact_rule(self.workspace, self.store.source_scopes())
 
     def adopt_workspace(self, progress=None, embed: bool = True) -> SyncReport | None:
-        """Register the project's own folders (docs/, notes/) that no visible source covers, and
-        bring them up to date (`embed`: their vectors too); None when the project has none."""
-        wanted = [str(f) for f in self._unadopted_folders()]
+        """Register the project's own folders (docs/, notes/) and README.md that no visible source
+        covers, and the memory other agents keep for it, and bring them up to date (`embed`: their
+        vectors too); None when the project has none."""
+        wanted = [str(f) for f in self._unadopted_own()]
+        self._adopt_agent_memory()
         ours = [p for p, scope in self.store.source_scopes().items()
                 if scope and scope == self.workspace.key and self.workspace.kind == workspaces.PROJECT]
         if not wanted and not ours:
@@ -131,8 +135,9 @@ class App:
 
     def index(self, paths: list[str] | None = None, progress=None, *, by_agent: bool = False,
               name: str | None = None, checkout: bool = False) -> SyncReport:
-        """Register `paths` (none: every source) and sync. `by_agent`: the paths come from an agent
-        (MCP), which may add only what services/access/boundaries.py allows; the person (CLI) adds anything.
+        """Register `paths` (none: every source; an agent's: every source its workspace sees) and sync.
+        `by_agent`: the paths come from an agent (MCP), which may add only what
+        services/access/boundaries.py allows; the person (CLI) adds anything.
         `checkout`: the one path may be another checkout of the source `name` (ADR 0019)."""
         if by_agent and name:  # the store's refusal would name the other workspace's folder
             owner = self.store.source_names().get(name)
@@ -150,6 +155,15 @@ class App:
             # a hidden one is refused in the words a missing one gets.
             paths = [str(boundary.resolve(self, p, base=project))
                      for p in agent_sources(paths, project, registered)]
+        within, paths = self._files_in_sources(paths or []) if not checkout else ([], paths)
+        report = SyncReport() if within and not paths else self._sync(paths, progress, by_agent, name, checkout)
+        for path, source in within:
+            report.add(self.reindex_file(path) or SyncReport())
+            report.notices.append(f"{path} lies in the source {source}: re-indexed there, not added as a "
+                                  "source of its own" + (f" (the name {name!r} is not used)" if name else ""))
+        return self._seen_problems(report) if by_agent else report
+
+    def _sync(self, paths: list[str] | None, progress, by_agent: bool, name: str | None, checkout: bool) -> SyncReport:
         # Trigger: the model is recorded before the sync, not after it.
         # Why: a first index interrupted while embedding kept its vectors, yet `status` counted
         # them under the model of the last *finished* run (none) and said 0.
@@ -161,19 +175,42 @@ class App:
         from vault_index.engine import indexer
 
         scope_of = partial(self._scope_of, by_agent=by_agent)
+        # Trigger: an agent's index_paths with no paths re-synced every workspace's sources and
+        # counted their files in its answer (issue 36). Outcome: an agent re-syncs what it sees.
+        seen = self._seen() if by_agent and not paths else None
         # an agent's folder that holds another workspace's source (B's docs/ inside ~/notes/B): those
         # notes are B's to index; the agent's sync neither touches nor counts them
         unseen = None
         if by_agent and paths:
-            seen = boundary.seen(self, self.workspace.root or project_dir())
-            unseen = lambda path: not seen(path)  # noqa: E731 - the walk gives real paths, as stored
-        report = indexer.sync(self.store, self.models, paths, progress, name=name, checkout=checkout,
-                              scope_of=scope_of, unseen=unseen)
+            sees = boundary.seen(self, self.workspace.root or project_dir())
+            unseen = lambda path: not sees(path)  # noqa: E731 - the walk gives real paths, as stored
+        report = indexer.sync(self.store, self.models, paths or None, progress, name=name, checkout=checkout,
+                              scope_of=scope_of, seen=seen, unseen=unseen)
         if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
             with self.store.transaction() as db:
                 self.store.set_meta(db, "embed_model", "")
         self._claim_for_vaults(paths or [])
-        return self._seen_problems(report) if by_agent else report
+        return report
+
+    def _files_in_sources(self, paths: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+        """((file, its source's name) for each path that is a note of a folder source this workspace
+        sees, the other paths). Trigger: `index NOTES/x.md` registered the file as a new source,
+        empty (its note counts under NOTES) yet listed in `sources` and the server's instructions.
+        Outcome: such a file is re-indexed within its source; a file outside every source, or one
+        its source's rules skip (.indexignore), is still added as a source of its own."""
+        from vault_index.engine.files.sources import is_note_path, source_of
+
+        seen, names = self._seen(), {p: n for n, p in self.store.source_names().items()}
+        folders = [root for _, root in self.store.sources() if seen(root) and Path(root).is_dir()]
+        within, rest = [], []
+        for raw in paths:
+            path = Path(raw).expanduser().resolve()
+            found = source_of(str(path), folders) if path.is_file() else None
+            if found is not None and is_note_path(found[0], Path(real_path(found[1]))):
+                within.append((str(path), names.get(str(found[1]), str(found[1]))))
+            else:
+                rest.append(raw)
+        return within, rest
 
     def _seen_problems(self, report: SyncReport) -> SyncReport:
         """`report` with only the problems of files this workspace sees: a re-sync of every source
@@ -218,9 +255,39 @@ class App:
         return report
 
     def _unadopted_folders(self) -> list[Path]:
-        """The project's own folders that no visible source covers yet (adopt_workspace's `wanted`)."""
+        """What the project indexes by itself and has not registered yet."""
+        return self._unadopted_own() + self._agent_memory_unadopted()
+
+    def _unadopted_own(self) -> list[Path]:
+        """The project's own folders and README.md that no visible source covers yet."""
         visible = [Path(p) for p in (self.visible_roots() or [p for _, p in self.store.sources()])]
-        return [f for f in self.workspace.own_folders() if not any(f == root or root in f.parents for root in visible)]
+        own = [*self.workspace.own_folders(), *filter(None, [self.workspace.readme()])]
+        return [f for f in own if not any(f == root or root in f.parents for root in visible)]
+
+    def _agent_memory_unadopted(self) -> list[Path]:
+        """Other agents' memory folders of this project that are not yet sources of this project.
+
+        Trigger: a personal source holding the project (a person indexed ~/code) covers memory-bank/.
+        Why: covered, it would be searched in every workspace. Outcome: each such folder is a source
+        of its own, of this project, and the deepest source decides (services/workspace.path_rule)."""
+        scopes = self.store.source_scopes()
+        return [f for _, f in self.workspace.agent_memory() if scopes.get(str(f)) != self.workspace.key]
+
+    def _adopt_agent_memory(self) -> None:
+        """Register each agent memory folder as this project's source, named by its kind
+        (`claude-memory`, `memory-bank`, `serena-memories`); one a person indexed becomes the project's."""
+        from vault_index.engine.files.source_names import unique_name
+
+        scopes = self.store.source_scopes()
+        for kind, folder in self.workspace.agent_memory():
+            if scopes.get(str(folder)) == "":
+                self.store.set_source_scope(str(folder), self.workspace.key)
+            elif str(folder) not in scopes:
+                try:
+                    self.store.add_source(str(folder), unique_name(kind, set(self.store.source_names())),
+                                          scope=self.workspace.key)
+                except UsageError:  # the name was taken meanwhile (another process adopting): the default
+                    self.store.add_source(str(folder), scope=self.workspace.key)
 
     def source_target(self, path: str) -> str:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
@@ -259,11 +326,19 @@ class App:
 
     # --- reads ------------------------------------------------------------------------------
 
-    def search(self, query: str, mode: str = DEFAULT_MODE, limit: int = 10,
+    @property
+    def default_mode(self) -> str:
+        """hybrid, or hybrid+rerank when VAULT_RERANK=1 asks for it (search.DEFAULT_MODE says why)."""
+        return RERANK_MODE if self.settings.rerank_default and self.models.rerank_enabled else DEFAULT_MODE
+
+    def search(self, query: str, mode: str | None = None, limit: int = 10,
                filters: Filters | None = None, explain: bool = False, source: str | None = None,
-               per_note: bool = False, subqueries: SubQueries | None = None) -> SearchResult:
-        """`source`: a source name, resolved to its root as a path prefix (with `path_prefix`, both hold);
-        `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py)."""
+               per_note: bool = PER_NOTE_DEFAULT, subqueries: SubQueries | None = None) -> SearchResult:
+        """`mode` None: `default_mode`. `source`: a source name, resolved to its root as a path prefix
+        (with `path_prefix`, both hold); `per_note`: one hit per note with its other matched sections
+        (every surface's default), or chunks; `subqueries`: the calling agent's extra phrasings
+        (services/search/subqueries.py)."""
+        mode = mode or self.default_mode
         if source:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match
@@ -276,7 +351,7 @@ class App:
         if result.vector_used:
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
-            notices.append(nothing_relevant(result.confidence))
+            notices.append(nothing_relevant(result.confidence, result.mode))
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result
@@ -300,36 +375,24 @@ class App:
             return replace(filters, path_prefix=str(root))
         return None
 
-    def pending_vectors(self) -> dict[str, int]:
-        """{source root: its chunks with no vector for the loaded model}, for the sources this
-        workspace sees; read once per change of the index (its generation), not per search."""
-        embedder = self.models.embedder() if self.models.embed_fingerprint(wait=False) else None
-        if embedder is None:
-            return {}
-        key = (self.store.generation(), embedder.fingerprint)
-        if self._pending is None or self._pending[0] != key:
-            self._pending = (key, self.store.pending_vectors(embedder.fingerprint))
-        seen = self._seen()
-        return {root: count for root, count in self._pending[1].items() if seen(root)}
-
     def pending_notices(self) -> list[str]:
-        """What a search with vectors could not use: "N chunks of SOURCE have no vectors yet"."""
-        pending = self.pending_vectors()
-        if not pending:
-            return []
-        names = {path: name for name, path in self.store.source_names().items()}
-        return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them"
-                for root, count in sorted(pending.items())]
+        """services/index_state.pending_notices: what a search with vectors could not use."""
+        return index_state.pending_notices(self)
+
+    def sources(self, model: str | None = None) -> list[dict]:
+        return index_state.sources(self, model)
+
+    def files(self, source: str | None = None) -> list[dict]:
+        return index_state.files(self, source)
+
+    def status(self, probe_models: bool = False) -> dict:
+        return index_state.status(self, probe_models)
 
     def index_notices(self) -> list[str]:
         """What the person must know about the index itself: rebuilt after damage, read-only."""
         notices = list(self.store.notices)
         rebuilt = self.store.recovery_notice()
         return notices + [rebuilt] if rebuilt else notices
-
-    def sources(self) -> list[dict]:
-        visible = self.visible_roots()
-        return [s for s in self.store.source_stats() if visible is None or s["path"] in visible]
 
     def roots(self) -> list[str]:
         """The root of every source this workspace sees."""
@@ -374,70 +437,6 @@ class App:
             "line_end": line_end, "total_lines": total,
             "truncated": line_end < total or cut, "content": content,
         }
-
-    def status(self, probe_models: bool = False) -> dict:
-        """Index state without loading any model (the server builds its instructions from it).
-
-        `probe_models` (the terminal's `status`, where a person waits anyway): try loading the
-        reranker, so "rerank on" is said only when it can run here.
-        """
-        from vault_index.engine.embedding.vectors import sqlite_vec_connection
-
-        # the model this process embeds with (its fingerprint, known without loading it), not the
-        # last one the index recorded: after a change of model, status names the new one (issue 39)
-        model = self.models.embed_fingerprint() or self.store.get_meta("embed_model")
-        counts = self.store.counts()
-        sources = self.sources()
-        if self.visible_roots() is not None:  # count only what this workspace sees
-            counts = {"sources": len(sources), "files": sum(s["files"] for s in sources),
-                      "chunks": sum(s["chunks"] for s in sources)}
-        seen = self._seen()
-        pending = sum(n for root, n in self.store.pending_vectors(model).items() if seen(root)) if model else 0
-        vectors = counts["chunks"] - pending if model else 0  # of the chunks counted here, never more
-        backend = self.store.vector_backend or "numpy"
-        if self.store.vector_backend is None and self.settings.vector_backend == "sqlite-vec":
-            backend = "sqlite-vec" if sqlite_vec_connection(self.store.path) else "numpy (sqlite-vec cannot load here)"
-        return {
-            "db": self.store.location, "db_bytes": self.store.size_bytes(), **counts,
-            "workspace": {"kind": self.workspace.kind, "root": self.workspace.key or None,
-                          "sees": self.workspace.describe()},
-            "sources": sources, "embed_model": model or None,
-            "embed_setting": self.settings.embed_model, "vectors": vectors, "pending_vectors": pending,
-            "vectors_live": bool(vectors), "vector_backend": backend,
-            "rerank": self.settings.rerank, "rerank_model": self.settings.rerank_model,
-            "rerank_state": self._rerank_state(probe_models),
-            "problems": [{"path": p, "message": m} for p, m in self._seen_problems(
-                SyncReport(problems=list(self.store.problems()))).problems],
-            "recovered_from": str(self.store.recovered_from) if self.store.recovered_from else None,
-            "read_only": self.store.read_only, "notices": self.index_notices() + self._model_notices(),
-        }
-
-    def _model_notices(self) -> list[str]:
-        """An embedding model the eval suite has not measured, or the shipped one without its fp32
-        weights: status says it every time (the search surfaces say it once)."""
-        notice = setting_notice(self.settings.embed_model)
-        return [notice] if notice else []
-
-
-    def _rerank_state(self, probe: bool) -> str:
-        """"on", "off (why)", "on, not loadable here (why)", or "on (not checked)" without a probe.
-
-        Read from the models this process searches with (not only the settings), so what status
-        says is what a search does.
-        """
-        if not self.models.rerank_enabled:
-            return "off (VAULT_RERANK=0)"
-        if not probe:
-            if self.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
-                return "off (VAULT_RERANK_MODEL=none)"
-            return "on (not checked)"
-        if self.models.reranker() is not None:
-            return "on"
-        error = self.models.rerank_error or "no rerank model"
-        if "turned off" in error:
-            return f"off ({error})"
-        return f"on, not loadable here ({error}); searches use fusion order"
-
 
 def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
     """The bytes of a note get_note may serve: opened once through engine/files/fileio (no link followed,

@@ -3,7 +3,8 @@
 The rule, in two sentences: a process works in one workspace, found from CLAUDE_PROJECT_DIR (or
 VAULT_PROJECT), else the working folder: the init vault it is in, else the project it is in,
 else none. A project sees your personal notes (every folder you indexed from a terminal) plus its
-own docs/ and notes/, which it indexes by itself; a vault sees only itself.
+own docs/, notes/, README.md and the memory other agents keep for it (read-only:
+services/access/agent_memory.py), which it indexes by itself; a vault sees only itself.
 
 Every source in the one index names its workspace (`sources.scope`): '' for personal, else the
 project's or vault's folder. This module only decides; the App applies it on every surface.
@@ -17,10 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from vault_index import locations
+from vault_index.services.access import agent_memory
 
 VAULT_MARKER = (".vault-index", "config.yaml")  # what `vault-index init` makes
 PROJECT_MARKERS = (".git", ".claude", ".mcp.json", "CLAUDE.md")  # a folder Claude Code would call a project
 PROJECT_FOLDERS = ("docs", "notes")  # a project's own notes, indexed without being asked
+README = "readme.md"  # the project's root README (any letter case): the one root file it indexes
 PERSONAL, PROJECT, VAULT = "personal", "project", "vault"
 
 
@@ -47,7 +50,8 @@ class Workspace:
         vault = vault_root(path)
         if vault is not None:
             return str(vault)
-        if self.kind == PROJECT and (by_agent or path in self.own_folders()):
+        if self.kind == PROJECT and (by_agent or path in self.own_folders() or path == self.readme()
+                                     or path in dict(self.agent_memory()).values()):
             return self.key
         return ""
 
@@ -62,11 +66,36 @@ class Workspace:
                 found.append(folder)
         return found
 
+    def readme(self) -> Path | None:
+        """The project's root README.md, a source of one file: the root's other files stay out."""
+        if self.kind != PROJECT or self.root is None:
+            return None
+        try:
+            names = sorted(e.name for e in os.scandir(self.root) if e.name.casefold() == README
+                           and e.is_file(follow_symlinks=False))
+        except OSError:
+            return None
+        return self.root / names[0] if names else None
+
+    def agent_memory(self) -> list[tuple[str, Path]]:
+        """(kind, folder) of each memory another agent keeps for this project, indexed read-only and
+        seen in this project only (Claude Code's auto-memory, Cline's memory bank, Serena's)."""
+        if self.kind != PROJECT or self.root is None:
+            return []
+        spelled = os.environ.get("VAULT_PROJECT") or os.environ.get("CLAUDE_PROJECT_DIR")
+        spelled = spelled and os.path.abspath(os.path.expanduser(spelled))  # as Claude Code names its folder
+        if spelled and os.path.realpath(spelled) != str(self.root):
+            spelled = None  # named another folder than the one found (a subfolder of the project, say)
+        found = {folder.resolve(): kind for kind, folder in agent_memory.folders(self.root, spelled)
+                 if folder.is_dir() and not folder.is_symlink()}
+        return [(kind, folder) for folder, kind in found.items()]
+
     def describe(self) -> str:
         if self.kind == VAULT:
             return f"the vault {self.root} (its notes only)"
         if self.kind == PROJECT:
-            return f"the project {self.root} (its docs/ and notes/, plus your personal notes)"
+            return (f"the project {self.root} (its docs/, notes/, README.md and other agents' memory of it, "
+                    "plus your personal notes)")
         if self.tool_checkout is not None:
             return (f"your personal notes ({self.tool_checkout} is vault-index's own checkout, never a project: "
                     "its example vault stays out)")

@@ -20,9 +20,11 @@ from vault_index.surfaces.cli_common import (
     _json,
     _say,
     add_subquery_flags,
+    also_line,
     role_filters,
     subqueries_from,
 )
+from vault_index.surfaces.cli_files import add_parsers as add_file_parsers
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -35,12 +37,14 @@ BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client st
 
 
 def result_json(result, explain: bool = False) -> dict:
+    from vault_index.services.search.per_note import section_dict
+
     hits = []
     for hit in result.hits:
         item = {key: getattr(hit, key) for key in ("path", "heading", "line_start", "line_end", "score", "snippet")}
         item["status"] = hit.status
-        if hit.more:
-            item["more"] = hit.more
+        if hit.more:  # one hit per note: its other matched sections, the first few of them named
+            item["more"], item["also"] = hit.more, [section_dict(section) for section in hit.also]
         if explain:
             item["explain"] = hit.explain
         hits.append(item)
@@ -79,6 +83,8 @@ def cmd_index(app, args) -> int:
             _say(args, f"note: no vectors ({app.models.embed_error}); keyword search still works")
         for path, message in report.problems:
             _say(args, f"  {path}: {message}")
+        for notice in report.notices:
+            _say(args, notice)
         scopes = app.store.source_scopes()
         for raw in args.paths or []:
             path = str(Path(raw).expanduser().resolve())
@@ -114,20 +120,22 @@ def cmd_search(app, args) -> int:
             continue
         result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source,
                             per_note=args.per_note, subqueries=subqueries)
+        shown = result_json(result, args.explain)
         if args.json or batch:
-            print(_json(result_json(result, args.explain)), flush=True)
+            print(_json(shown), flush=True)
             continue
         print_notices(result.notices, app.settings.model_cache, args.silent)
         if not result.hits:
             _say(args, "no hits")
         elif result.confidence is not None:
             _say(args, f"confidence {result.confidence:.2f}" + ("" if result.relevant else ": nothing relevant"))
-        for number, hit in enumerate(result.hits, start=1):
-            more = f"  (+{hit.more} more in this note)" if hit.more else ""
-            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}{more}")
+        for number, (hit, item) in enumerate(zip(result.hits, shown["hits"], strict=True), start=1):
+            print(f"{number:2}. {hit.path}:{hit.line_start}-{hit.line_end}  {hit.score:.4f}")
             print(f"    {hit.heading}" + (f"  [{hit.status}]" if hit.status else ""))
             snippet = " ".join(hit.snippet.split())
             print(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+            if hit.more:
+                print(f"    {also_line(item['also'], hit.more)}")
             if args.explain:
                 print(f"    explain: {_json(hit.explain)}")
     return 0
@@ -152,7 +160,8 @@ def cmd_sources(app, args) -> int:
     elif not sources:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
     for source in sources if not args.json else []:
-        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks)")
+        kind = f"  [{source['kind']}: another agent's memory, read-only]" if source.get("kind") else ""
+        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks){kind}")
         checkouts = source.get("checkouts", [])
         for checkout in checkouts if len(checkouts) > 1 else []:
             where = "this machine" if checkout["here"] else "not on this machine"
@@ -176,7 +185,7 @@ def cmd_status(app, args) -> int:
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"workspace {status['workspace']['sees']}")
     print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
-    waiting = f", {status['pending_vectors']} chunks waiting for vectors" if status["pending_vectors"] else ""
+    waiting = f", {status['vectors_pending']} chunks waiting for vectors" if status["vectors_pending"] else ""
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}, "
           f"backend {status['vector_backend']}")
     state = status["rerank_state"]
@@ -311,7 +320,7 @@ def cmd_watch(app, args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from vault_index.services.search.search import DEFAULT_MODE, MODES
+    from vault_index.services.search.search import DEFAULT_MODE, MODES, RERANK_MODE
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -345,9 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="search the index ('-' reads queries from stdin)")
     p.add_argument("query", help="the question; '-' reads one query per line and prints JSON lines")
     p.add_argument("-n", type=int, default=10, help="number of hits (1-100, default 10)")
-    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"default {DEFAULT_MODE}")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help=f"default {DEFAULT_MODE} ({RERANK_MODE} with VAULT_RERANK=1)")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
-    p.add_argument("--per-note", action="store_true", help="one hit per note (its best chunk; the rest counted)")
+    p.add_argument("--chunks", dest="per_note", action="store_false",
+                   help="one hit per matching chunk (default: one per note, its other matched sections listed)")
+    p.add_argument("--per-note", dest="per_note", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.add_argument("--path", help="only files under this path prefix")
     p.add_argument("--source", help="only files of the source with this name (`sources` lists them)")
     p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
@@ -388,6 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run each mode with the golden questions' agent sub-queries (rows '<mode> +sub')")
     p.add_argument("--suite", help="a suite file (eval/suite.json): several corpora in one run")
     p.add_argument("--fast", action="store_true", help="with --suite: each corpus's CI subset only")
+    p.add_argument("--prompts", help="with --suite: what the prompt hook injects for these unrelated prompts "
+                                     "(eval/prompts/unrelated.jsonl) and for each golden question")
     p.add_argument("--lockbox", action="store_true",
                    help="with --suite: score the lockbox corpora too (once, at the end: eval/LOCKBOX.md)")
     p.add_argument("--store", metavar="URL",
@@ -411,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also kNN at 1M vectors (exact against IVF) and hybrid search at 1M chunks (tens of minutes)")
     p.add_argument("--million-chunks", type=int, default=None,
                    help="with --million: chunks of the hybrid part's synthetic index (default 1,000,000)")
+    p.add_argument("--prompt-chunks", type=int, default=None,
+                   help="hooks part: chunks of the prompt hook's synthetic project (default 10000, --quick 1000)")
     p.add_argument("--parts", help="only these parts, comma-separated: sizes, embedder, footprint, weights, edits, "
                                    "hooks, graph (default all)")
     p.add_argument("--links", action="store_true",
@@ -440,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
     add_token_parsers(sub, common)
     add_trust_parsers(sub, common)
+    add_file_parsers(sub, common)
     return parser
 
 

@@ -102,6 +102,14 @@ def _say(args, message: str) -> None:
         print(message, file=sys.stderr)
 
 
+def also_line(also: list[dict], more: int) -> str:
+    """A per-note hit's other matched sections in one line: `also: Setup 12-20; Usage 31-40 (+2 more)`."""
+    named = "; ".join(f"{section['heading'] or '(top)'} {section['line_start']}-{section['line_end']}"
+                      for section in also)
+    rest = more - len(also)
+    return f"also: {named}" + (f" (+{rest} more)" if rest > 0 else "")
+
+
 def role_filters(app, filters):
     """`filters` with the local person's read grants, as the stdio server applies them (VAULT_ROLE,
     else the config's local_role); a role that reads nothing is refused as the server refuses it."""

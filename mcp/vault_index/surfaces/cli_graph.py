@@ -105,7 +105,7 @@ def cmd_recall(app, args) -> int:
     from vault_index.services.recall import recall
     from vault_index.services.search.search import Filters
     from vault_index.surfaces.callers import local_read_scope
-    from vault_index.surfaces.cli_common import role_filters, subqueries_from
+    from vault_index.surfaces.cli_common import also_line, role_filters, subqueries_from
 
     subqueries = subqueries_from(args)
     app.adopt_workspace()  # the project's own notes, as the agent there sees them (ADR 0020)
@@ -125,6 +125,8 @@ def cmd_recall(app, args) -> int:
             snippet = " ".join(hit["snippet"].split())
             print(f"- {hit['display']}:{hit['line_start']}-{hit['line_end']}  {hit['heading']}")
             print(f"  {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+            if hit.get("more"):
+                print(f"  {also_line(hit['also'], hit['more'])}")
         print("" if hits else "(none)\n")
     print("# Graph\n")
     for entity in found["graph"]:

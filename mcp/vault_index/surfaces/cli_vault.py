@@ -184,7 +184,9 @@ def cmd_dashboard(app, args) -> int:
     print(f"invalid frontmatter {data['invalid_frontmatter']}")
     print("decay               " + ", ".join(f"{k} {v}" for k, v in data["decay"].items()))
     print(f"open tensions       {data['open_tensions']}")
-    for write in data["recent_writes"]:
+    writes = data["recent_writes"]
+    print(f"recent writes       {len(writes)}" + (" (newest first)" if writes else ""))
+    for write in writes:
         print(f"  {write['date'][:19]}  {write['author']}  {write['message']}")
     return 0
 

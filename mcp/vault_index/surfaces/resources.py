@@ -106,8 +106,9 @@ def guide(app: App, lock: threading.Lock, full: bool = True) -> str:
     return (
         "# Using this memory (vault-index)\n\n" + holds
         + "\nBefore answering about past work, decisions, people or lessons, search instead of guessing:\n"
-        "`recall` (notes, lessons and the memory graph at once), then `search_notes`; open a hit with "
-        "`get_note` and cite its path and line.\n\n"
+        "`recall` (notes, lessons and the memory graph at once), then `search_notes`, each with `keywords` "
+        "(the terms the notes would use) and a `hypothetical` answer (a sentence as a note might say it) "
+        "beside the question; open a hit with `get_note` and cite its path and line.\n\n"
         f"Each note is a resource `{NOTE_TEMPLATE}` (path relative to its source, as search hits show "
         "it, or absolute); secrets, hidden files and paths outside the sources are never served.\n\n"
         f"Prompts (the same guidance as the Claude Code slash commands):\n{prompts}\n"

@@ -34,13 +34,25 @@ def _exit_on_interrupt() -> None:
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
 
 
-def listen_for_edits(app: App):
-    """Take edited notes from the edit hook over the index's socket (ADR 0010); None when
+def listen_for_edits(app: App, tc=None):
+    """Take edited notes from the edit hook over the index's socket (ADR 0010), and answer the
+    prompt hook's searches with the tools' own App (`tc`, surfaces/hook_search.py); None when
     another server already listens for this index or the socket cannot be made here."""
+    from functools import partial
+
     from vault_index.services.writes.edit_queue import EditListener
 
-    listener = EditListener(app.settings.db_path, lambda: app.reopen())
-    return listener if listener.start() else None
+    search = None
+    if tc is not None:
+        from vault_index.surfaces import hook_search
+
+        search = partial(hook_search.answer, tc)
+    listener = EditListener(app.settings.db_path, lambda: app.reopen(), search=search)
+    if not listener.start():
+        return None
+    if tc is not None:  # only the server that holds the socket gets the hook's searches: warm it
+        hook_search.warm_up(tc)
+    return listener
 
 
 def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role: str | None = None,
@@ -60,8 +72,8 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
         server, register = start_server(app, memory_file, stdio_caller_factory(role), vault_root=vault_root)
 
         def after_handshake() -> None:
-            register()
-            started["edits"] = listen_for_edits(app)
+            tc = register()
+            started["edits"] = listen_for_edits(app, tc)
             if watch:  # its own connection on its own thread; shares the (lazily loaded) models
                 from vault_index.services.watch import start_in_background
 

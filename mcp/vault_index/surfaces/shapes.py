@@ -21,6 +21,7 @@ class HitOut(BaseModel):
     status: str = ""
     decay: dict | None = None
     more: int = 0
+    also: list[dict] = []  # heading, line_start, line_end of the first few of those `more`
 
 
 class SearchOut(BaseModel):
@@ -59,6 +60,7 @@ class IndexOut(BaseModel):
     vector_used: bool
     problems: list[str]
     seconds: float
+    notices: list[str] = []
 
 
 class RemoveOut(BaseModel):

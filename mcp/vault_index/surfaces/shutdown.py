@@ -14,7 +14,8 @@ import os
 import sys
 import threading
 
-EMBEDDING_THREADS = ("vault-index-watch", "adopt-vectors")  # our threads that may be inside onnxruntime
+# our threads that may be inside onnxruntime (the last two load the model or embed a prompt)
+EMBEDDING_THREADS = ("vault-index-watch", "adopt-vectors", "vault-index-warm-up", "vault-index-hook-search")
 WATCH_STOP_WAIT_S = 1.0  # an idle watcher sees its stop event within 0.2 s
 
 

@@ -20,7 +20,7 @@ from vault_index.errors import NotFoundError, OutsideSourcesError, VaultIndexErr
 from vault_index.services import boundary
 from vault_index.services.access.access import Scope, is_indexed, scope_for
 from vault_index.services.app import App
-from vault_index.services.curation import curation
+from vault_index.services.curation import adr, curation
 from vault_index.services.curation.recent import recent_activity
 from vault_index.services.workspace import other_vault
 from vault_index.surfaces import tool_errors
@@ -91,8 +91,19 @@ class ToolContext:
             except Exception as exc:  # noqa: BLE001 - the index as it is still answers
                 tool_errors.log_failure("adopt_workspace", exc)
             self.adopted.set()
+        self.recover_writes()
         if worker is not None:
             worker.join(ADOPT_VECTORS_WAIT_S)  # after the lock: the worker takes it
+
+    def recover_writes(self) -> None:
+        """At the server's start, finish this vault's writes that a crash cut short (a move's links
+        rewritten, a change committed: services/writes/recovery.py); later ones, at the next write."""
+        try:
+            vault = self.vaults.get()
+            with self.lock:  # the re-index goes through the shared connection
+                self.writer_for(vault).recover(everything=True)
+        except Exception as exc:  # noqa: BLE001 - the retry or the next write finishes them instead
+            tool_errors.log_failure("recover_writes", exc)
 
     def embed_adopted(self) -> None:
         with self.index_lock:
@@ -209,7 +220,8 @@ def lessons_file(vault) -> Path:
 
 
 def adr_folder(vault) -> Path:
-    return Path(vault.root) / "docs" / "adr"
+    """docs/adr, or the decision-record series the project already has (adr.series_folder)."""
+    return adr.series_folder(vault.root)
 
 
 def require_written(outcome) -> None:

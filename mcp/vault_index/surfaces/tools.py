@@ -38,6 +38,7 @@ from vault_index.services.workspace import served_root
 from vault_index.surfaces.vaults import _Vaults
 
 if TYPE_CHECKING:
+    from vault_index.surfaces.tool_context import ToolContext
     from vault_index.surfaces.tool_inputs import CallerFactory
 
 
@@ -106,8 +107,9 @@ def build_server(app: App, memory_file: str | Path | None = None, caller_factory
 
 def start_server(app: App, memory_file: str | Path | None = None, caller_factory: CallerFactory | None = None,
                  *, vault_root: str | Path | None = None,
-                 instructions_text: str | None = None) -> tuple[MCPServer, Callable[[], None]]:
-    """(the server with its instructions, the step that registers its tools, prompts and resources).
+                 instructions_text: str | None = None) -> tuple[MCPServer, Callable[[], ToolContext]]:
+    """(the server with its instructions, the step that registers its tools, prompts and resources
+    and returns their ToolContext).
 
     Trigger: the handshake waited for every tool module's import and schema (issue 26). Why:
     `initialize` answers with the instructions only; the tools are first asked for after it.
@@ -129,7 +131,7 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
     server = _Server("vault-index", version=__version__, instructions=text)
     server.middleware.append(_advertise_list_changed)  # initialize is answered before register() runs
 
-    def register() -> None:
+    def register() -> ToolContext:
         from vault_index.surfaces.prompts import register_prompts
         from vault_index.surfaces.resources import register_resources
         from vault_index.surfaces.tool_context import ToolContext
@@ -144,6 +146,7 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
         register_prompts(server)
         register_resources(server, app, read_note=bound["get_note"], scope_of=lambda ctx: tc.who(ctx)[2],
                            lock=tc.lock)
+        return tc
 
     return server, register
 
@@ -181,7 +184,8 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
     if status is None:
         return ("Long-term memory of markdown notes: search them with search_notes (or recall, which "
                 "also searches lessons and the memory graph) before answering questions about past work, "
-                "decisions, people or lessons, instead of guessing; cite the path and heading of each hit, "
+                "decisions, people or lessons, instead of guessing, passing keywords and a hypothetical "
+                "answer beside the question; cite the path and heading of each hit, "
                 "and open a note with get_note when a snippet is not enough. list_sources shows what you "
                 "may read. Curated vault notes: note_read, then note_write with the version you read.")
     sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
@@ -193,7 +197,8 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
     return (
         f"Long-term memory: {status['files']} markdown notes in {len(status['sources'])} sources "
         f"({sources}); {vectors}. Search these notes with search_notes before answering questions "
-        "about past work, decisions, people or lessons, instead of guessing; cite the path and "
+        "about past work, decisions, people or lessons, instead of guessing, passing keywords (the "
+        "notes' likely terms) and a hypothetical answer beside the question; cite the path and "
         "heading of each hit, and open a note with get_note when a snippet is not enough. "
         "index_paths adds a folder; list_sources shows what is indexed. "
         + (graph_summary(memory_file, visible) if memory_file else "")

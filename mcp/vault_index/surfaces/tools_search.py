@@ -16,7 +16,8 @@ from pydantic import Field
 from vault_index.services import boundary
 from vault_index.services.access.access import granted_filters
 from vault_index.services.app import MAX_NOTE_LINES
-from vault_index.services.search.search import DEFAULT_MODE, MAX_LIMIT, Filters
+from vault_index.services.search.per_note import PER_NOTE_DEFAULT, section_dict
+from vault_index.services.search.search import MAX_LIMIT, Filters
 from vault_index.services.search.subqueries import sub_queries
 from vault_index.surfaces.denied import denied_text
 from vault_index.surfaces.notices import once_per_machine
@@ -46,20 +47,20 @@ def search_notes(
     query: Query,
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 8,
-    mode: Mode = DEFAULT_MODE,
+    mode: Annotated[Mode | None, Field(description="default hybrid (hybrid+rerank if VAULT_RERANK=1)")] = None,
     path_prefix: Annotated[str | None, Field(max_length=1000)] = None,
     tags: Annotated[list[str] | None, Field(max_length=20)] = None,
     status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
     collection: Annotated[str | None, Field(max_length=200)] = None,
     source: Annotated[str | None, Field(max_length=64, description="source name")] = None,
-    per_note: Annotated[bool, Field(description="one hit per note (more: its other matches)")] = True,
+    per_note: Annotated[bool, Field(description="false: chunks")] = PER_NOTE_DEFAULT,
     keywords: Keywords = [],  # noqa: B006 - never mutated
     paraphrases: Paraphrases = [],  # noqa: B006
     hypothetical: Hypothetical = "",
 ) -> SearchOut:
-    """Search the notes (hybrid keyword + vector, reranked); each hit has path, heading, lines,
-        snippet and decay. For a vague or paraphrased question, or one describing a situation
-        without the notes' likely words, add keywords, paraphrases or a hypothetical answer."""
+    """Search the notes (hybrid keyword + vector): one hit per note (path, heading, lines, snippet,
+        decay, other matched sections). For any question about past work, also pass keywords (the
+        notes' likely terms) and a hypothetical answer (a sentence as a note might say it)."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
@@ -70,8 +71,9 @@ def search_notes(
     return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                      reranked=result.reranked, confidence=result.confidence, relevant=result.relevant,
                      notices=once_per_machine(result.notices, tc.app.settings.model_cache, "mcp"),
-                     hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k != "decay"},
-                                  decay=decays.get(h.path)) for h in result.hits])
+                     hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k not in ("decay", "also")},
+                                  decay=decays.get(h.path), also=[section_dict(s) for s in h.also])
+                           for h in result.hits])
 
 
 def get_note(
@@ -111,7 +113,8 @@ def index_paths(
     report = tc.call(tc.index, paths or None, name, guard=tc.index_lock)
     return IndexOut(indexed=report.indexed, unchanged=report.unchanged, removed=report.removed,
                     chunks_embedded=report.chunks_embedded, vector_used=report.vector_used,
-                    problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2))
+                    problems=[f"{p}: {m}" for p, m in report.problems][:100], seconds=round(report.seconds, 2),
+                    notices=report.notices[:100])
 
 
 def remove_source(

@@ -87,7 +87,7 @@ def adr_create(
                           Field(max_length=20, description="graph entities it decides")] = None,
     request_id: RequestId = None,
 ) -> AdrOut:
-    """Write docs/adr/NNNN-slug.md (next number) and link it in the memory graph."""
+    """Write the next decision record (docs/adr/NNNN-slug.md, or the project's own series) and link it in the graph."""
     vault, caller, scope = tc.who(ctx)
     outcome = tc.call(partial(adr.record, writer=tc.writer_for(vault), caller=caller, memory_file=tc.memory_file,
                            relates_to=relates_to or [], roots=tc.graph_roots(), request_id=request_id),

@@ -386,7 +386,7 @@ def run_bench(args) -> int:
             _say(args, f"{chunks:,} chunks: hybrid search end to end (child process; builds the index first)")
             result["million_hybrid"] = _guard(bench_million.bench_hybrid, args, workdir / "million", chunks)
         if "hooks" in parts:
-            _say(args, "hooks: re-index on edit, context guard")
+            _say(args, "hooks: re-index on edit, context guard, prompt-time recall")
             result["hooks"] = _guard(bench_hooks.bench_hooks, args, workdir, _pct, write_vault)
         if "graph" in parts:
             _say(args, "memory graph")

@@ -10,7 +10,9 @@ measurement's peak never hides another's. Old and new run in the same bench, one
   largest difference between the two sets of vectors;
 - serving: the float32 in-memory copy (the loader before issue 13, reproduced below as
   `Float32Index`) against today's float16 copy, each in a child that also loads the real model,
-  on the same 100k-chunk index with stand-in vectors.
+  on the same 100k-chunk index with stand-in vectors;
+- the first `vault-index index` in a fresh home, which builds the fp32 model in a child of its own
+  (engine/embedding/fp32_weights.py), against a later one with the model built (issue 39 item 17).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ SERVE_QUERIES = 40
 # float32: the vector loader before issue 13; float16-adr0010: float16 vectors with ADR 0010's model
 # session (every query dequantized all weights, +100 MB of arena); float16: today's.
 SERVE_KINDS = ("float32", "float16-adr0010", "float16")
+FIRST_INDEX_NOTES = 20  # "a small folder of notes": the model build, not the embedding, is measured
 CHILD_TIMEOUT_S = 1800
 EXAMPLE_VAULT = Path(__file__).resolve().parents[3] / "example-vault"
 
@@ -301,6 +304,26 @@ def child_serve(db: str, fingerprint: str, kind: str, queries_json: str) -> dict
             "queries": len(times), "peak_rss_mb": _peak_mb()}
 
 
+def child_first_index(notes: str, workdir: str, run: str) -> dict:
+    """`vault-index index NOTES` as a person runs it in a fresh home: `first` with no model cache
+    (it builds the fp32 model first), `later` into a new index with the model built (call `first`
+    before it). The peak is the largest of the CLI and the children it waited for (getrusage of
+    this small process's children: the builder is the CLI's child), as `/usr/bin/time -v` reports."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "CLAUDE_"))}
+    env.update(HOME=str(Path(workdir) / "home"), VAULT_MODEL_CACHE=str(Path(workdir) / "models"), VAULT_RERANK="0",
+               VAULT_MEMORY_FILE=str(Path(workdir) / "memory.jsonl"), HF_HUB_OFFLINE="1",
+               VAULT_INDEX_DB=str(Path(workdir) / f"{run}.db"))
+    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "vault_index", "index", notes, "--json", "-s"], env=env,
+                          capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    return {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+            "seconds": round(seconds, 2), "chunks": json.loads(done.stdout)["chunks_embedded"]}
+
+
 # --- parts of `vault-index bench` ----------------------------------------------------------------
 
 
@@ -325,6 +348,11 @@ def bench_indexing(args, workdir: Path) -> dict:
             if "chunks_per_s" in before and "chunks_per_s" in new:
                 out[name][f"throughput_vs_{old}"] = round(new["chunks_per_s"] / before["chunks_per_s"], 2)
     out["sorting"] = _child(["sorting", str(long_root)])
+    small = workdir / "first-index-notes"
+    write_long_notes(small, FIRST_INDEX_NOTES)
+    out["first_index"] = {run: _child(["first-index", str(small), str(workdir / "first-index"), run])
+                          for run in ("first", "later")}  # in this order: the first builds the model
+    out["first_index"]["notes"] = FIRST_INDEX_NOTES
     return out
 
 
@@ -359,6 +387,13 @@ def render(fp: dict | None, serving: dict | None) -> str:
             lines.append(f"  length-sorted runs: {s['sorted_chunks_per_s']} chunks/s vs unsorted "
                          f"{s['unsorted_chunks_per_s']} ({s['speedup']}x, {s['texts']} texts of {s['mean_tokens']} "
                          f"tokens on average); largest vector difference {s['max_abs_diff']:.1e}")
+        first = fp.get("first_index", {})
+        if "peak_rss_mb" in first.get("first", {}) and "peak_rss_mb" in first.get("later", {}):
+            lines.append(f"  first index in a fresh home ({first['notes']} notes, builds the fp32 model): peak "
+                         f"{first['first']['peak_rss_mb']} MB in {first['first']['seconds']} s; later, the model "
+                         f"built: peak {first['later']['peak_rss_mb']} MB in {first['later']['seconds']} s")
+        elif first:
+            lines.append(f"  first index in a fresh home: {first}")
     if serving:
         for kind in SERVE_KINDS:
             r = serving.get(kind, {})
@@ -378,6 +413,8 @@ def main(argv: list[str]) -> None:
         result = child_shape(rest[0], rest[1], int(rest[2]))
     elif kind == "serve":
         result = child_serve(rest[0], rest[1], rest[2], rest[3])
+    elif kind == "first-index":
+        result = child_first_index(rest[0], rest[1], rest[2])
     else:
         raise SystemExit(f"unknown part {kind}")
     print(json.dumps(result))

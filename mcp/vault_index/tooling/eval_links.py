@@ -35,7 +35,7 @@ def expanded_files(store, hits, weight: float, top: int = EXPAND_TOP) -> list[st
 def measure(app, questions, weights=WEIGHTS) -> dict[float, dict]:
     results = {w: [] for w in weights}
     for q in questions:
-        hits = app.search(q.query, "hybrid", EVAL_DEPTH).hits
+        hits = app.search(q.query, "hybrid", EVAL_DEPTH, per_note=False).hits  # chunks, as the eval scores
         for w in weights:
             results[w].append(score_ranking([f in q.files for f in expanded_files(app.store, hits, w)]))
     return {w: _mean(rows) for w, rows in results.items()}

@@ -140,7 +140,10 @@ def evaluate(app, questions: list[Question], modes: list[str], subqueries: bool 
         per: dict[str, dict[str, list]] = {"chunk": defaultdict(list), "file": defaultdict(list)}
         notices: set[str] = set()
         for q in questions:
-            result = app.search(q.query, mode, EVAL_DEPTH, subqueries=q.subqueries if with_sub else None)
+            # chunks, not one hit per note (the surfaces' default): chunk ranks are scored too, and
+            # the baselines were measured so
+            result = app.search(q.query, mode, EVAL_DEPTH, per_note=False,
+                                subqueries=q.subqueries if with_sub else None)
             notices.update(result.notices)
             levels = (("chunk", chunk_relevance(result.hits, q)), ("file", file_relevance(result.hits, q)))
             for level, flags in levels:
@@ -211,7 +214,8 @@ def eval_app(vault: Path, db_path: Path | None = None, store_url: str | None = N
         if url and not app.store.counts()["sources"] and Path(db_path).is_file():
             seed_from_sqlite(app.store, Path(db_path))
         known = {p for _, p in app.store.sources()}
-        for stale in known - {str(vault)}:
+        # the vault as registered is its real path; the suite names it as written (`../corpora/x`)
+        for stale in known - {str(vault), os.path.realpath(vault)}:
             app.store.remove_source(stale)
     except BaseException:
         app.close()

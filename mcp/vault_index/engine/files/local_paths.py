@@ -215,12 +215,19 @@ class LocalPaths:
         path = self.inner.source_root(name)
         return self.roots().shown_of.get(path, path)
 
-    def source_stats(self) -> list[dict]:
+    def file_stats(self, model: str = "") -> list[dict]:
+        """Each indexed file under this machine's paths."""
+        roots = self.roots()
+        return [{**row, "path": roots.local(row["path"]),
+                 "source_path": roots.shown_of.get(row["source_path"], row["source_path"])}
+                for row in self.inner.file_stats(model)]
+
+    def source_stats(self, model: str = "") -> list[dict]:
         """Each source once, under the root shown here; a source with several checkouts lists them
         all (on any machine), a source with one is shown as before team vaults."""
         roots = self.roots()
         stats = []
-        for row in self.inner.source_stats():
+        for row in self.inner.source_stats(model):
             canonical = row["path"]
             row = {**row, "path": roots.shown_of.get(canonical, canonical)}
             checkouts = roots.roots.get(canonical, [])

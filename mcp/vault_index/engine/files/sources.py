@@ -309,13 +309,15 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def source_of(path: str, roots: list[str]) -> tuple[Path, Path] | None:
-    """(real path of the file, its source root) for a path inside a source, else None.
+    """(real path of the file, its source root) for a path inside a source, else None; the deepest
+    source holding it when sources nest (a project's docs/ inside a personal folder), as the
+    workspace rule decides (services/workspace.path_rule).
 
     The real path is the key the folder walk gives the note, so an edit reported through a
     linked folder updates the same row.
     """
     real = Path(real_path(path))
-    for root in roots:
+    for root in sorted(roots, key=lambda r: len(Path(real_path(r)).parts), reverse=True):
         root_path = Path(root)
         if _inside(real, Path(real_path(root))):
             return real, root_path
@@ -333,10 +335,12 @@ def resolve_inside(path: str, roots: list[str]) -> Path:
         raise OutsideSourcesError("path contains a NUL byte")
     candidates = [Path(path)] if os.path.isabs(path) else [Path(r) / path for r in roots]
     first_inside: Path | None = None  # a relative path is looked up in every source, in order
+    # the deepest source holding the file judges it: .serena/memories/x.md is a note of that source,
+    # though the walk of a folder holding the whole project skips .serena
+    reals = sorted((Path(real_path(root)) for root in roots), key=lambda r: len(r.parts), reverse=True)
     for candidate in candidates:
         real = Path(real_path(candidate))
-        for root in roots:
-            root_real = Path(real_path(root))
+        for root_real in reals:
             if root_real.is_file():
                 if real == root_real:
                     return real

@@ -16,6 +16,11 @@ from vault_index.types import Note, Section
 
 HEADING_PATH_SEPARATOR = " > "
 MAX_ALIASES = 20  # names a note is also known by; more is not a list of aliases
+# A heading's attribute block, MkDocs/Python-Markdown (`## CORS { #cors-setup }`, `{: .note }`) or
+# Pandoc (`{#id .class key=value}`, `{-}`): markup for the site, not words of the heading. Kept, it
+# put `{ #cors-setup }` in every heading path a hit shows and in the text embedded for its chunks.
+_ATTRIBUTE = r"""(?:[#.][^\s{}"']+|-|[A-Za-z_][\w.:-]*=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
+_HEADING_ATTRIBUTES = re.compile(rf"\s*\{{:?\s*{_ATTRIBUTE}(?:\s+{_ATTRIBUTE})*\s*\}}\s*$")
 _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
 # Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
 # expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
@@ -83,8 +88,22 @@ def split_frontmatter(text: str) -> tuple[dict, str | None, int]:
                 return {}, "frontmatter is not a mapping of keys to values", i + 1
             if _data_depth(data) > MAX_FRONTMATTER_DEPTH:
                 return {}, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels and was not read", i + 1
-            return {str(k): v for k, v in data.items()}, None, i + 1
+            return {_no_nul(str(k)): _no_nul(v) for k, v in data.items()}, None, i + 1
     return {}, None, 0
+
+
+def _no_nul(value):
+    """`value` with every NUL in its strings as U+FFFD (YAML's "\\0" escape makes one in a file that
+    has none). Trigger: PostgreSQL text cannot hold NUL: a note whose frontmatter held one was
+    searchable there yet reported skipped at every sync, and its links never resolved (issue 36).
+    Outcome: both stores index the same U+FFFD. Depth is bounded by MAX_FRONTMATTER_DEPTH (checked first)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nul(v) for v in value]
+    return value
 
 
 def _load_yaml(raw: str):
@@ -271,11 +290,17 @@ def _structure(body: str) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:
             inline = tokens[index + 1]
-            headings[token.map[0]] = (int(token.tag[1]), token.map[1], inline.content.strip())
+            headings[token.map[0]] = (int(token.tag[1]), token.map[1], heading_text(inline.content))
         elif token.type == "inline":
             # Text only: code spans, autolinks and HTML hold no tags or wikilinks.
             texts.extend(child.content for child in token.children or () if child.type == "text")
     return headings, texts
+
+
+def heading_text(raw: str) -> str:
+    """A heading as words: its text without a trailing attribute block (kept when that is all it has)."""
+    text = raw.strip()
+    return _HEADING_ATTRIBUTES.sub("", text) or text
 
 
 def alias_title(note: Note) -> str:

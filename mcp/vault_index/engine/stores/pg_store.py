@@ -30,6 +30,7 @@ import psycopg
 from vault_index.engine.files import checkouts
 from vault_index.engine.parsing import link_index
 from vault_index.engine.parsing.parse import alias_title
+from vault_index.engine.stores import rows as sql_rows
 from vault_index.engine.stores.pg_keywords import PgKeywords, add_postings, chunks_terms, remove_postings
 from vault_index.engine.stores.pg_reads import PgReads
 from vault_index.engine.stores.pg_schema import EMBED_LOCK, HNSW_MIN_VECTORS, MIGRATE_LOCK, MIGRATIONS, WRITE_LOCK
@@ -173,13 +174,11 @@ class PgStore(PgKeywords, PgReads, PgVectors):
             raise NotFoundError(f"no source is named {name!r}; sources: {', '.join(names) or '(none)'}")
         return names[name]
 
-    def source_stats(self) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT s.name, s.path, COUNT(DISTINCT f.id), COUNT(c.id) FROM sources s "
-            "LEFT JOIN files f ON f.source_id = s.id LEFT JOIN chunks c ON c.file_id = f.id "
-            "GROUP BY s.id ORDER BY s.path"
-        )
-        return [{"name": n, "path": p, "files": nf, "chunks": nc} for n, p, nf, nc in rows]
+    def source_stats(self, model: str = "") -> list[dict]:
+        return sql_rows.source_stat_rows(_Qmark(self.db).execute(sql_rows.SOURCE_STATS, (model,)).fetchall())
+
+    def file_stats(self, model: str = "") -> list[dict]:
+        return sql_rows.file_stat_rows(_Qmark(self.db).execute(sql_rows.FILE_STATS, (model,)).fetchall())
 
     def checkouts(self) -> list[tuple[int, int, str]]:
         return checkouts.checkout_rows(_Qmark(self.db))
@@ -187,7 +186,7 @@ class PgStore(PgKeywords, PgReads, PgVectors):
     def add_source(self, path: str, name: str | None = None, checkout: bool = False, scope: str = "") -> int:
         with self.transaction() as db:
             known = db.execute("SELECT 1 FROM checkouts WHERE root = %s", (path,)).fetchone()
-            source_id = checkouts.register(_Qmark(db), path, name, checkout, os.path.isfile(path))
+            source_id = checkouts.register(_Qmark(db), path, name, checkout, os.path.isfile(path), scope)
             if not known and not checkout:
                 db.execute("UPDATE sources SET scope = %s WHERE id = %s", (scope, source_id))
             return source_id

@@ -60,6 +60,26 @@ def pending_vectors_sql(mark: str) -> str:
             f"WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = {mark}) GROUP BY s.path")
 
 
+# Per source and per file: notes, chunks, and the chunks that hold a vector of the model (the one
+# parameter, `?`: PostgreSQL runs them through pg_sql._Qmark). A vector counts only beside a live
+# chunk: status once showed more vectors than chunks (vectors of other workspaces' chunks).
+SOURCE_STATS = ("SELECT s.name, s.path, COUNT(DISTINCT f.id), COUNT(c.id), COUNT(e.hash) FROM sources s "
+                "LEFT JOIN files f ON f.source_id = s.id LEFT JOIN chunks c ON c.file_id = f.id "
+                "LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = ? GROUP BY s.id ORDER BY s.path")
+FILE_STATS = ("SELECT f.path, s.name, s.path, COUNT(c.id), COUNT(e.hash) FROM files f "
+              "JOIN sources s ON s.id = f.source_id LEFT JOIN chunks c ON c.file_id = f.id "
+              "LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = ? "
+              "GROUP BY f.id, f.path, s.name, s.path ORDER BY f.path")
+
+
+def source_stat_rows(rows) -> list[dict]:
+    return [{"name": n, "path": p, "files": nf, "chunks": nc, "vectors": nv} for n, p, nf, nc, nv in rows]
+
+
+def file_stat_rows(rows) -> list[dict]:
+    return [{"path": p, "source": n, "source_path": sp, "chunks": nc, "vectors": nv} for p, n, sp, nc, nv in rows]
+
+
 def _like_prefix(path: str) -> str:
     """A LIKE pattern (ESCAPE '\\') for everything below the folder `path`."""
     return path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"

@@ -22,6 +22,7 @@ from vault_index.engine.files import checkouts, private
 from vault_index.engine.parsing import link_index
 from vault_index.engine.parsing.parse import alias_title
 from vault_index.engine.stores import recovery
+from vault_index.engine.stores import rows as sql_rows
 from vault_index.engine.stores.fts_stage import FtsStage
 from vault_index.engine.stores.rows import BUSY_TIMEOUT_S, LINK_QUERIES, FileState, _finite, _like_prefix
 from vault_index.engine.stores.sqlite_reads import SqliteReads
@@ -276,13 +277,11 @@ class Store(SqliteReads, SqliteVectors):
             raise NotFoundError(f"no source is named {name!r}; sources: {', '.join(names) or '(none)'}")
         return names[name]
 
-    def source_stats(self) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT s.name, s.path, COUNT(DISTINCT f.id), COUNT(c.id) FROM sources s "
-            "LEFT JOIN files f ON f.source_id = s.id LEFT JOIN chunks c ON c.file_id = f.id "
-            "GROUP BY s.id ORDER BY s.path"
-        )
-        return [{"name": n, "path": p, "files": nf, "chunks": nc} for n, p, nf, nc in rows]
+    def source_stats(self, model: str = "") -> list[dict]:
+        return sql_rows.source_stat_rows(self.db.execute(sql_rows.SOURCE_STATS, (model,)))
+
+    def file_stats(self, model: str = "") -> list[dict]:
+        return sql_rows.file_stat_rows(self.db.execute(sql_rows.FILE_STATS, (model,)))
 
     def checkouts(self) -> list[tuple[int, int, str]]:
         """(checkout id, source id, root) of every checkout, on any machine (engine/files/checkouts.py)."""
@@ -295,7 +294,7 @@ class Store(SqliteReads, SqliteVectors):
         workspace a NEW source belongs to (ADR 0020); a source already there keeps its own."""
         with self.transaction() as db:
             known = db.execute("SELECT 1 FROM checkouts WHERE root = ?", (path,)).fetchone()
-            source_id = checkouts.register(db, path, name, checkout, os.path.isfile(path))
+            source_id = checkouts.register(db, path, name, checkout, os.path.isfile(path), scope)
             if not known and not checkout:
                 db.execute("UPDATE sources SET scope = ? WHERE id = ?", (scope, source_id))
             # under the write lock, so concurrent writers leave the file with the last committed list

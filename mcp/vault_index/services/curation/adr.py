@@ -1,6 +1,6 @@
-"""Decision records in docs/adr/: numbered markdown files, written once, checked, linked in the graph.
+"""Decision records: numbered markdown files, written once, checked, linked in the graph.
 
-    docs/adr/0003-short-slug.md
+    docs/adr/0003-short-slug.md         (or the series the project already has: see `series_folder`)
     # 0003: Title
     Status: accepted                    (optional)
     ## Context
@@ -35,9 +35,15 @@ MAX_SLUG_CHARS = 60
 MAX_NUMBER_TRIES = 50  # another writer took the number we picked: try the next one, this many times
 SECTIONS = (("Context",), ("Options measured", "Options"), ("Decision",))
 
-FILE_NAME = re.compile(r"^(?P<number>\d{4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
-NUMBERED = re.compile(r"^(?P<number>\d{4})-")
-TITLE = re.compile(r"^# (?P<number>\d{4}): (?P<title>\S.*?)\s*$")
+# Where projects keep their records, most common first. A project that already has a series in one
+# of them gets its next record there: a second series in docs/adr beside docs/decisions/0001-0003
+# splits the project's decisions in two (issue 39).
+LAYOUTS = ("docs/adr", "docs/decisions", "doc/adr", "adr", "docs/architecture/decisions")
+DEFAULT_WIDTH = 4  # 0001-...; a series numbered 001-... keeps its three digits
+
+FILE_NAME = re.compile(r"^(?P<number>\d{3,4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
+NUMBERED = re.compile(r"^(?P<number>\d{3,4})-")
+TITLE = re.compile(r"^# (?P<number>\d{3,4}): (?P<title>\S.*?)\s*$")
 SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
@@ -50,15 +56,32 @@ def slugify(title: str) -> str:
     return slug[:MAX_SLUG_CHARS].rstrip("-") or "decision"
 
 
+def _numbered(folder: Path) -> list[str]:
+    """The number of each record in `folder`, as written (`0003`, `003`)."""
+    return [m["number"] for p in folder.glob("*.md") if (m := NUMBERED.match(p.name))] if folder.is_dir() else []
+
+
+def series_folder(root: str | Path) -> Path:
+    """The folder a project's next record goes in: the layout in LAYOUTS that already holds the most
+    numbered records (the first such layout on a tie), else docs/adr."""
+    root = Path(root)
+    counts = [(len(_numbered(root / layout)), -i, layout) for i, layout in enumerate(LAYOUTS)]
+    count, _, layout = max(counts)
+    return root / (layout if count else LAYOUTS[0])
+
+
+def number_width(folder: str | Path) -> int:
+    """How many digits the series in `folder` writes (the widest it has), DEFAULT_WIDTH for a new one."""
+    return max((len(n) for n in _numbered(Path(folder))), default=DEFAULT_WIDTH)
+
+
 def next_number(folder: str | Path) -> int:
-    folder = Path(folder)
-    numbers = [int(m["number"]) for p in folder.glob("*.md") if (m := NUMBERED.match(p.name))]
-    return max(numbers, default=0) + 1
+    return max((int(n) for n in _numbered(Path(folder))), default=0) + 1
 
 
 def create(folder: str | Path, title: str, context: str, options: str, decision: str,
            status: str = "accepted", **write) -> Path:
-    """Write docs/adr/NNNN-slug.md with the next free number; returns its path (raises if refused)."""
+    """Write <folder>/NNNN-slug.md with the next free number; returns its path (raises if refused)."""
     from vault_index.services.writes.write import require_ok
 
     return Path(require_ok(record(folder, title, context, options, decision, status, **write)).result["path"])
@@ -90,14 +113,16 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
             linked.update(link_adr(memory_file, path, relates_to or [], roots=roots))
         followups.append(("linked in the memory graph", link))
     outcome = None
+    width = number_width(folder)
     for _ in range(MAX_NUMBER_TRIES):
         number = next_number(folder)
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
-        path = folder / f"{number:04d}-{slugify(title)}.md"
-        text = render(number, title, *bodies, status=status)
+        path = folder / f"{number:0{width}d}-{slugify(title)}.md"
+        text = render(number, title, *bodies, status=status, width=width)
         outcome = writer.update_file(
-            caller, str(path), lambda _old, text=text: text, why=f"ADR {number:04d}: {title}", request_id=request_id,
+            caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{width}d}: {title}",
+            request_id=request_id,
             exclusive=True, followups=followups, operation="adr",
             result=lambda path=path, number=number: {"path": str(path), "number": number, **linked})
         if outcome.status != "stale":
@@ -105,8 +130,9 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
     return outcome
 
 
-def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted") -> str:
-    return (f"# {number:04d}: {title}\n\nStatus: {status}\n\n## Context\n\n{context}\n\n"
+def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted",
+           width: int = DEFAULT_WIDTH) -> str:
+    return (f"# {number:0{width}d}: {title}\n\nStatus: {status}\n\n## Context\n\n{context}\n\n"
             f"## Options measured\n\n{options}\n\n## Decision\n\n{decision}\n")
 
 
@@ -158,11 +184,11 @@ def check_adrs(folder: str | Path) -> list[str]:
             problems.append(f"{path}: file name must be NNNN-lowercase-slug.md, e.g. 0003-vector-backend.md")
         numbered = NUMBERED.match(path.name)
         if numbered:
-            seen.setdefault(numbered["number"], []).append(path.name)
+            seen.setdefault(int(numbered["number"]), []).append(path.name)
         problems += [f"{path}: {message}" for message in _record_problems(path, numbered)]
     for number, names in seen.items():
         if len(names) > 1:
-            problems.append(f"{folder}: number {number} is used by {', '.join(names)}; renumber all but one")
+            problems.append(f"{folder}: number {number:04d} is used by {', '.join(names)}; renumber all but one")
     return problems
 
 

@@ -320,22 +320,11 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
 # --- review: the dashboard and the lint over the caller's notes ---------------------------------
 
 
-# Trigger: `lint` on a plain notes folder (a handbook) gave 1,012 findings, 753 of them the curated
-# schema's required fields, with no word why. Why: a folder without .vault-index/config.yaml never
-# agreed to that schema, and a note without a `type` never named one. Outcome: there such a note is
-# not asked for the required fields; what it does set is still checked (`status: final` is still
-# an error), as are links and names, and a note that names a `type` is checked against it in full.
+# `lint` on a plain notes folder (no .vault-index/config.yaml) says so: a note there that names no
+# `type` is read without the curated schema's required fields (services/writes/notes.read_view).
 PLAIN_NOTICE = ("not a curated vault (no .vault-index/config.yaml): notes without a `type` are checked as plain "
                 "notes (links, names, the fields they set), not for the curated schema's required fields "
                 "(`vault-index init` makes a curated vault)")
-
-
-def plain_notes(notes: list[NoteFacts]) -> list[NoteFacts]:
-    """The notes with no `type`, without the schema's "is required" problems (see PLAIN_NOTICE)."""
-    from dataclasses import replace
-
-    return [n if n.frontmatter.get("type") else
-            replace(n, problems=tuple(p for p in n.problems if p.get("rule") != "required")) for n in notes]
 
 
 def review(writer, vault, caller, scope, *, fail_on: str = "never", lint: bool = True) -> dict:
@@ -345,8 +334,6 @@ def review(writer, vault, caller, scope, *, fail_on: str = "never", lint: bool =
     today = dt.date.today()
     notes = readable_notes(writer, caller, Path(vault.root))
     curated = vault.config_path is not None
-    if not curated:
-        notes = plain_notes(notes)
     tensions = [t for t in read_tensions(Path(vault.root))
                 if scope.can_read(Path(vault.root) / t["a"]) and scope.can_read(Path(vault.root) / t["b"])]
     data = dashboard(notes, tensions, recent_writes(Path(vault.root), scope.can_read))

@@ -37,9 +37,11 @@ def _models() -> dict:
         return {}
 
 
-def threshold() -> float:
-    """The confidence above which the first hit is treated as relevant (fitted with the weights)."""
-    return float(_models().get("threshold", 0.5))
+def threshold(kind: str | None = "hybrid") -> float:
+    """The confidence above which the first hit of a `kind` run is treated as relevant, chosen
+    with the weights by the same rule for each kind (eval/fit_confidence.py)."""
+    models = _models()
+    return float(models.get("thresholds", {}).get(kind or "", models.get("threshold", 0.5)))
 
 
 def kind_of(mode_run: str) -> str | None:

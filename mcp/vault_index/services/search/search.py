@@ -25,15 +25,21 @@ from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
 from vault_index.services.search import confidence, dates, fusion, subqueries
+from vault_index.services.search.per_note import MAX_ALSO, best_per_note, section_of
 from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
+from vault_index.services.search.snippets import snippet
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.search.subqueries import check as check_subqueries
 from vault_index.types import Candidate, Hit, SearchResult
 
 MODES = ("keyword", "vector", "hybrid", "hybrid+rerank", "grep")
-DEFAULT_MODE = "hybrid+rerank"
+# Trigger: the default was hybrid+rerank, and no cross-encoder ships with the package, so offline
+# every terminal search warned and status said "rerank on, not loadable here" (issue 39). Why: a
+# default should be what runs. Outcome: hybrid by default on every surface; VAULT_RERANK=1 makes
+# hybrid+rerank the default (App.default_mode), or a search asks for it by mode.
+DEFAULT_MODE = "hybrid"
+RERANK_MODE = "hybrid+rerank"
 MAX_LIMIT = 100
-SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
 # A term in this many chunks (or 1% of them, if more) is common: its count stops there (bounded
 # cost per term), and it leaves the FTS query while a rarer term remains (query.fts_match).
 DF_COUNT_CAP = 1000
@@ -127,7 +133,8 @@ class Searcher:
         per_note: bool = False,
         subqueries: SubQueries | None = None,
     ) -> SearchResult:
-        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches.
+        """`per_note`: one hit per note, its best chunk, with `more` counting its other matches and
+        `also` naming the first few (services/search/per_note.py; the surfaces' default, not this one's).
         `subqueries`: the calling agent's extra phrasings (services/search/subqueries.py); None or
         empty runs the plain question."""
         if mode not in MODES:
@@ -190,17 +197,19 @@ class Searcher:
                      if cid in rows and under_any(rows[cid].path, filters.scope_roots)
                      and (filters.scope_allowed is None or filters.scope_allowed(rows[cid].path))]
         order = fusion.demote(order, {cid: rows[cid].status for cid, _ in order if cid in rows})
-        more: dict[int, int] = {}
+        others: dict[int, list] = {}
         if per_note:
-            order, more = best_per_note(order, rows)
+            order, others = best_per_note(order, rows)
         ran = mode_run(mode, vector_used, reranked)
         signals, sure = self._confidence(ran, order, rows, trace)
         order = order[:limit]
         shown = trace if explain else None
-        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=more.get(cid, 0))
+        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=len(others.get(cid, ())),
+                             also=tuple(section_of(row) for row in others.get(cid, ())[:MAX_ALSO]))
                      for cid, score in order if cid in rows)
         return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
-                            relevant=sure is not None and sure >= confidence.threshold(), signals=signals)
+                            relevant=sure is not None and sure >= confidence.threshold(confidence.kind_of(ran)),
+                            signals=signals)
 
     def _confidence(self, ran: str, order: list[tuple[int, float]], rows: dict, trace: _Trace):
         """(signals, confidence) of the first hit of `order` (services/search/confidence.py); no
@@ -421,23 +430,6 @@ class Searcher:
         )
 
 
-def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tuple[int, float]], dict[int, int]]:
-    """The first (best) chunk of each note in `order`, and how many more of its chunks follow."""
-    first: dict[str, int] = {}
-    kept, more = [], {}
-    for cid, score in order:
-        if cid not in rows:
-            continue
-        path = rows[cid].path
-        if path in first:
-            more[first[path]] += 1
-            continue
-        first[path] = cid
-        more[cid] = 0
-        kept.append((cid, score))
-    return kept, more
-
-
 def under_any(path: str, roots: tuple[str, ...]) -> bool:
     """`path` is one of `roots` or lies below one (compared exactly, component by component)."""
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
@@ -465,19 +457,3 @@ def mode_run(asked: str, vector_used: bool, reranked: bool) -> str:
     if asked == "hybrid+rerank" and not reranked:
         return "hybrid"
     return asked
-
-
-def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
-    """The chunk text if it fits, else a window around the first query word found."""
-    text = text.strip()
-    if len(text) <= budget:
-        return text
-    lower = text.lower()
-    positions = [lower.find(t) for t in terms if lower.find(t) >= 0]
-    start = max(0, min(positions) - budget // 4) if positions else 0
-    start = min(start, len(text) - budget)
-    if start > 0:  # begin on a word, not inside one
-        space = text.find(" ", start)
-        start = space + 1 if 0 <= space < start + 40 else start
-    piece = text[start : start + budget].strip()
-    return ("…" if start > 0 else "") + piece + ("…" if start + budget < len(text) else "")

@@ -1,4 +1,4 @@
-"""The edit hook's side of the hand-off to the running server (ADR 0010): send the edit, read the answer.
+"""The hooks' side of the index socket (ADR 0010): hand an edit to the running server, or ask it a search.
 
 Imports `os` and CPython's C socket module only. The hook imports this (and vault_index.locations)
 before anything else and returns as soon as the server answers, so what it imports here is what
@@ -9,6 +9,9 @@ Measured as fresh processes on the 2-core machine at load 2.7: `python -c pass` 
 `import json` 99 ms, `import socket` 92 ms (it pulls in enum and selectors), `import _socket` 59 ms.
 The server's side (services/writes/edit_queue.py: threads, a queue, peer credentials) is never loaded
 by the hook.
+
+The prompt hook asks for a search the same way (`ask_search`): `search\n<JSON request>` to EOF, and
+the server answers one JSON object (services/prompt_recall.py's Injection, or why it did not search).
 """
 
 from __future__ import annotations
@@ -36,6 +39,15 @@ PAYLOAD_PREFIX = b"payload "
 # Trigger: a Write's payload holds the whole new file. Outcome: the server reads at most this
 # much (a larger payload gets no answer and the hook re-indexes the note itself).
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+# The prompt hook's search request: `SEARCH_PREFIX<JSON>`, then EOF; the answer is JSON, then EOF.
+# A path never starts with "search\n" (it is absolute) and a payload starts with "payload ".
+SEARCH_PREFIX = b"search\n"
+MAX_SEARCH_REQUEST_BYTES = 64 * 1024  # a prompt is cut to the query's 2,000 characters before it is sent
+MAX_SEARCH_ANSWER_BYTES = 64 * 1024  # three notes of a line or two
+# Trigger: the prompt waits for the hook. Why: the warm server answers in tens of milliseconds, but one
+# busy loading its model or serving a long tool call must not hold the prompt. Outcome: past this the
+# hook searches by keywords itself (the server finishes its search, and is warm for the next prompt).
+SEARCH_TIMEOUT_S = 1.0
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".txt"})  # = engine.sources.NOTE_SUFFIXES (tested)
 
 
@@ -106,10 +118,15 @@ def _peer_is_us(client) -> bool:
     return int.from_bytes(creds[4:8], sys.byteorder) == os.getuid()
 
 
-def _ask(db_path: str | os.PathLike, request: bytes, timeout: float) -> str | None:
+def _exchange(db_path: str | os.PathLike, request: bytes, timeout: float, limit: int) -> bytes | None:
+    """Send `request` to this user's server of `db_path` and read its answer to EOF (at most `limit`
+    bytes); None when no server of ours answers in `timeout` seconds in all."""
+    import time
+
     path = socket_name(db_path)
     if not usable(path) or not ours(path):
         return None
+    deadline = time.monotonic() + timeout
     client = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM)
     try:
         client.settimeout(timeout)
@@ -118,12 +135,27 @@ def _ask(db_path: str | os.PathLike, request: bytes, timeout: float) -> str | No
             return None
         client.sendall(request)
         client.shutdown(_sock.SHUT_WR)  # the end of the request
-        answer = client.recv(16)
+        parts, size = [], 0
+        while size <= limit:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            client.settimeout(left)
+            part = client.recv(min(65536, limit + 1 - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
     except OSError:  # TimeoutError included
         return None
     finally:
         client.close()
-    return {QUEUED: "queued", REFUSED: "refused"}.get(answer)
+    return b"".join(parts) if size <= limit else None
+
+
+def _ask(db_path: str | os.PathLike, request: bytes, timeout: float) -> str | None:
+    answer = _exchange(db_path, request, timeout, 16)
+    return {QUEUED: "queued", REFUSED: "refused"}.get(answer) if answer is not None else None
 
 
 def hand_off(db_path: str | os.PathLike, note: str, timeout: float = HAND_OFF_TIMEOUT_S) -> str | None:
@@ -144,3 +176,23 @@ def hand_off_payload(db_path: str | os.PathLike, payload: bytes, base: str,
     if len(payload) > MAX_PAYLOAD_BYTES or "\n" in base or "\x00" in base:
         return None
     return _ask(db_path, PAYLOAD_PREFIX + os.fsencode(base) + b"\n" + payload, timeout)
+
+
+def ask_search(db_path: str | os.PathLike, request: dict, timeout: float = SEARCH_TIMEOUT_S) -> dict | None:
+    """Ask the server of `db_path` for the prompt hook's search: `request` is {"project", "prompt",
+    "already"}. The answer is {"status": "ok", "injection": {...}}, or another status ("elsewhere":
+    it serves another workspace; "busy"; "off") for which the hook searches itself; None when no
+    server of this user answered in time."""
+    import json
+
+    data = SEARCH_PREFIX + json.dumps(request).encode("utf-8")
+    if len(data) > MAX_SEARCH_REQUEST_BYTES:
+        return None
+    answer = _exchange(db_path, data, timeout, MAX_SEARCH_ANSWER_BYTES)
+    if not answer:
+        return None
+    try:
+        found = json.loads(answer.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return found if isinstance(found, dict) else None

@@ -65,7 +65,20 @@ class Refusal(Exception):
 
 def compose(service: WriteService, caller: Caller, request: EditRequest, target: Target, old: str | None,
             version: str | None, alive) -> str | WriteOutcome:
-    """The note's new text under the lock, or the outcome that stops the write."""
+    """The note's new text under the lock, or the outcome that stops the write.
+
+    Trigger: on a note with CR-only line endings (old Mac files) the headings were found by line
+    but the text was split on LF, so replace_section appended its text at the end (issue 36).
+    Outcome: such a note is edited as LF text and written back with CR alone.
+    """
+    if old is not None and "\r" in old and "\n" not in old:
+        composed = _compose(service, caller, request, target, old.replace("\r", "\n"), version, alive)
+        return composed.replace("\r\n", "\n").replace("\n", "\r") if isinstance(composed, str) else composed
+    return _compose(service, caller, request, target, old, version, alive)
+
+
+def _compose(service: WriteService, caller: Caller, request: EditRequest, target: Target, old: str | None,
+             version: str | None, alive) -> str | WriteOutcome:
     from vault_index.services.writes import notes
     from vault_index.services.writes.write_types import WriteOutcome, WriteRequest
 
@@ -114,6 +127,10 @@ def edit_body(request: EditRequest, body: str) -> str:
     if request.op == "prepend":
         return prepend(body, text, newline)
     if request.op == "replace_section":
+        from vault_index.services.writes.note_limits import section_edit_problem
+
+        if problem := section_edit_problem(body):  # before any parse: a request's work is bounded
+            raise Refusal("body", "size", problem)
         return replace_section(body, request.heading or "", text, newline)
     if request.op == "find_replace":
         if not request.find:
@@ -161,16 +178,24 @@ def headings(body: str) -> list[Heading]:
     from vault_index.engine.parsing.parse import _structure
 
     found, _ = _structure(body)
-    total = len(body.split("\n"))
+    total = body.count("\n") + 1
     ordered = sorted(found.items())
+    # Trigger: each heading's end was searched in a copy of the rest of the list: 60,000 headings
+    # held the write (and every read waiting on the server's lock) for 19-35 s (issue 36).
+    # Outcome: one pass; a heading's section ends where the next heading of its level or above starts.
+    ends = [total] * len(ordered)
+    open_: list[int] = []  # indexes of headings whose section is still open, levels rising
+    for index, (start, (level, _, _)) in enumerate(ordered):
+        while open_ and ordered[open_[-1]][1][0] >= level:
+            ends[open_.pop()] = start
+        open_.append(index)
     result: list[Heading] = []
     stack: list[tuple[int, str]] = []
     for index, (start, (level, after, text)) in enumerate(ordered):
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, text))
-        end = next((s for s, (lv, _, _) in ordered[index + 1:] if lv <= level), total)
-        result.append(Heading(level, text, tuple(t for _, t in stack), start, after, end))
+        result.append(Heading(level, text, tuple(t for _, t in stack), start, after, ends[index]))
     return result
 
 
@@ -245,15 +270,10 @@ def _with_newline(text: str, newline: str) -> str:
 
 
 def _text_problems(body: str) -> list[dict]:
-    """The checks every note's text meets, plain folder or vault (services/writes/notes.py has the same limits)."""
-    from vault_index.services.writes.notes import MAX_BODY_CHARS
+    """The checks every note's text meets, plain folder or vault (services/writes/note_limits.py)."""
+    from vault_index.services.writes.note_limits import body_problems
 
-    problems = []
-    if "\x00" in body:
-        problems.append(fm.problem("body", "text", "the body holds a NUL character"))
-    if len(body) > MAX_BODY_CHARS:
-        problems.append(fm.problem("body", "size", f"the body is over {MAX_BODY_CHARS:,} characters"))
-    return problems
+    return body_problems(body)
 
 
 def write_op(writer: WriteService, caller: Caller, op: str, path: str, *, body: str | None = None,

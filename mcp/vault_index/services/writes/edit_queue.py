@@ -12,6 +12,10 @@ it queues it, and answers `queued` or `refused`; anything else (no path, too lon
 is dropped.
 When no server listens, `hand_off` says so at once and the hook re-indexes in its own process.
 
+The same socket answers the prompt hook's search (`search\n<JSON>`, edit_client.ask_search) when the
+server gives the listener a `search` function: each such request runs on a thread of its own, so a
+search never holds an edit's hand-off, and at most MAX_SEARCHES at once (beyond: "busy").
+
 The hook's side (`hand_off`) lives in services/writes/edit_client.py, which imports `os` and `socket`
 only; this module is the server's side.
 """
@@ -28,15 +32,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from vault_index.services.writes.edit_client import (  # the hook's side; re-exported for callers
     HAND_OFF_TIMEOUT_S,
     MAX_PAYLOAD_BYTES,
+    MAX_SEARCH_REQUEST_BYTES,
     MAX_SOCKET_PATH_BYTES,
     PAYLOAD_PREFIX,
     QUEUED,
     REFUSED,
+    SEARCH_PREFIX,
     SOCKET_SUFFIX,
     edited_note,
     hand_off,
@@ -51,6 +58,7 @@ __all__ = ["EditListener", "HAND_OFF_TIMEOUT_S", "MAX_SOCKET_PATH_BYTES", "SOCKE
 SOCKET_MODE = 0o600
 MAX_REQUEST_BYTES = 4096  # a path; PATH_MAX on Linux
 READ_TIMEOUT_S = 0.5  # the server waits this long for a client's one line, then drops it
+MAX_SEARCHES = 4  # prompt searches answered at once; they share the server's one search lock anyway
 
 
 def socket_path(db_path: Path | str) -> Path:
@@ -71,9 +79,17 @@ def _same_user(conn: socket.socket) -> bool:
     return uid == os.getuid()
 
 
-def _read_request(conn: socket.socket) -> str | None:
+@dataclass(frozen=True)
+class Search:
+    """A search request read off the socket: the JSON object the hook sent."""
+
+    request: dict
+
+
+def _read_request(conn: socket.socket) -> str | Search | None:
     """The note a client names, as an absolute path; "" for a well-formed payload that names
-    no note (answered `refused`); None for anything else (no answer).
+    no note (answered `refused`); a Search for the prompt hook's request; None for anything else
+    (no answer).
 
     Two forms: one line holding an absolute path, or a hook's forwarded payload
     (`payload <base>\n<JSON>` up to EOF; edit_client.hand_off_payload), whose edited note is read
@@ -96,11 +112,15 @@ def _read_request(conn: socket.socket) -> str | None:
         size += len(part)
         if len(chunks) == 1 and part.startswith(PAYLOAD_PREFIX[:size]):
             limit = MAX_REQUEST_BYTES + MAX_PAYLOAD_BYTES  # a payload: read to EOF
+        elif len(chunks) == 1 and part.startswith(SEARCH_PREFIX[:size]):
+            limit = MAX_SEARCH_REQUEST_BYTES  # a search request: read to EOF
         elif limit == MAX_REQUEST_BYTES and b"\n" in part:
             break
     if size > limit:
         return None
     data = b"".join(chunks)
+    if data.startswith(SEARCH_PREFIX):
+        return _search_request(data[len(SEARCH_PREFIX):])
     line, newline, rest = data.partition(b"\n")
     if not newline or not line or b"\x00" in line:
         return None
@@ -123,16 +143,28 @@ def _payload_note(base: str, raw: bytes) -> str | None:
     return edited_note(payload, base) or ""  # "": a payload, but no note in it (refused)
 
 
+def _search_request(raw: bytes) -> Search | None:
+    try:
+        request = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return Search(request) if isinstance(request, dict) else None
+
+
 class EditListener:
     """Listen on the index's socket; re-index what hooks hand over, on a thread of its own.
 
     `open_app` is called on each of the two threads (SQLite connections stay on their thread):
     the listener's App only checks paths against the sources, the worker's re-indexes them.
+    `search` (the server's, surfaces/hook_search.py) answers the prompt hook's requests: request
+    dict -> answer dict; without it a search request is answered {"status": "off"}.
     """
 
-    def __init__(self, db_path: Path | str, open_app: Callable):
+    def __init__(self, db_path: Path | str, open_app: Callable, search: Callable[[dict], dict] | None = None):
         self.path = socket_path(db_path)
         self.open_app = open_app
+        self.search = search
+        self._searches = threading.BoundedSemaphore(MAX_SEARCHES)
         self.paths: queue.Queue = queue.Queue()
         self.done = 0  # notes re-indexed (tests and status read it)
         self.errors: list[str] = []
@@ -197,18 +229,21 @@ class EditListener:
                     continue
                 except OSError:
                     break
-                with conn:
-                    self._answer(app, conn, is_indexable)
+                if not self._answer(app, conn, is_indexable):
+                    conn.close()
         finally:
             app.close()
 
-    def _answer(self, app, conn: socket.socket, is_indexable: Callable) -> None:
+    def _answer(self, app, conn: socket.socket, is_indexable: Callable) -> bool:
+        """Answer one client; True when a search thread took the connection (it closes it)."""
         try:
             if not _same_user(conn):
-                return
+                return False
             note = _read_request(conn)
             if note is None:
-                return
+                return False
+            if isinstance(note, Search):
+                return self._start_search(conn, note.request)
             if note and is_indexable(app.store, note):
                 self.paths.put(note)
                 conn.sendall(QUEUED)
@@ -216,6 +251,35 @@ class EditListener:
                 conn.sendall(REFUSED)
         except Exception as exc:  # noqa: BLE001 - one bad client must not stop the listener
             self._note_error(f"edit hand-off: {exc}")
+        return False
+
+    def _start_search(self, conn: socket.socket, request: dict) -> bool:
+        if self.search is None or not self._searches.acquire(blocking=False):
+            self._send(conn, {"status": "off" if self.search is None else "busy"})
+            return False
+        thread = threading.Thread(target=self._run_search, args=(conn, request), name="vault-index-hook-search",
+                                  daemon=True)
+        thread.start()
+        return True
+
+    def _run_search(self, conn: socket.socket, request: dict) -> None:
+        try:
+            with conn:
+                try:
+                    answer = self.search(request)
+                except Exception as exc:  # noqa: BLE001 - the hook then searches by itself
+                    self._note_error(f"prompt search: {type(exc).__name__}: {exc}")
+                    answer = {"status": "error"}
+                self._send(conn, answer)
+        finally:
+            self._searches.release()
+
+    def _send(self, conn: socket.socket, answer: dict) -> None:
+        try:
+            conn.settimeout(READ_TIMEOUT_S)
+            conn.sendall(json.dumps(answer).encode("utf-8"))
+        except OSError:
+            pass  # the hook gave up waiting: it searched by itself
 
     def _work(self) -> None:
         app = self.open_app()

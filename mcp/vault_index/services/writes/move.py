@@ -23,13 +23,13 @@ from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vault_index.engine.files import doc_locks, fileio
-from vault_index.engine.files.doc_locks import SharedDocumentLock
+from vault_index.engine.files import fileio
 from vault_index.engine.files.guarded_replace import read_only
 from vault_index.engine.parsing import link_rewrite
-from vault_index.errors import UnsafePathError, VaultIndexError, WriteBusyError
+from vault_index.errors import UnsafePathError, WriteBusyError
+from vault_index.services.access import agent_memory
 from vault_index.services.vault.vault import not_visible
-from vault_index.services.writes import provenance
+from vault_index.services.writes import journal, many_files
 from vault_index.services.writes.write_types import MoveRequest
 
 if TYPE_CHECKING:
@@ -59,8 +59,9 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
     target, refusal = service.authorize(caller, request.new_path, "write")
     if refusal:
         return refusal
-    if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
-        return _retried(request, answered)  # a retry after the move: the first answer, before the note is looked for
+    service.recover()  # moves and writes cut short by a crash are finished first (services/writes/recovery.py)
+    if request.request_id and (answered := _answer_of(service, caller, request)) is not None:
+        return answered  # a retry after the move: the first answer, before the note is looked for
     if source.rel == target.rel:
         return WriteOutcome("unchanged", source.rel, f"{source.rel} is already at that path")
     root = service.vault.root
@@ -77,13 +78,18 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
         if data is None:
             return WriteOutcome("not_found", source.rel, not_visible(source.rel))
         texts[source.rel] = data.decode("utf-8", errors="replace")
+    # another agent's memory (a Cline memory bank in the project) is searched, never written: its
+    # links to the note stay as they are, and the outcome says so
     linkers = sorted({r.path for r in link_rewrite.plan(texts, source.rel, target.rel)} - {target.rel})
+    kept = {rel: f"links in {rel} not rewritten: it is another agent's memory (read-only); it still names "
+                 f"{source.rel}" for rel in linkers if agent_memory.kind_of(root / rel)}
+    linkers = [rel for rel in linkers if rel not in kept]
     for rel in linkers:  # every note whose links change must be one the caller may change
         if not service.vault.grants(caller.role).can("write", rel.split("/")[0] if "/" in rel else ""):
             return WriteOutcome("denied", source.rel, f"moving {source.rel} would rewrite links in notes your "
                                 f"role {caller.role or 'guest'} may not change; nothing was moved")
     made = _missing_folders(root, target)
-    outcome = _move_locked(service, caller, request, source, target, texts, linkers)
+    outcome = _move_locked(service, caller, request, source, target, texts, linkers, kept)
     if not outcome.ok:  # a refused move leaves no folder behind for the name it did not take
         for folder in made:
             with suppress(OSError):
@@ -92,14 +98,14 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
 
 
 def _move_locked(service, caller, request, source: Target, target: Target, texts: dict,
-                 linkers: list[str]) -> WriteOutcome:
+                 linkers: list[str], kept: dict[str, str]) -> WriteOutcome:
     from vault_index.services.writes.write_types import WriteOutcome
 
     root = service.vault.root
     with ExitStack() as stack:
         try:
             folders = _open_folders(stack, root, [source, target, *(_target(rel) for rel in linkers)])
-            locked = _lock_all(stack, service, caller, folders)
+            locked = many_files.lock_all(stack, service, caller.identity, folders)
         except WriteBusyError as exc:
             return WriteOutcome("locked", source.rel, str(exc))
         except UnsafePathError as exc:
@@ -108,11 +114,11 @@ def _move_locked(service, caller, request, source: Target, target: Target, texts
             return WriteOutcome("not_found", source.rel, not_visible(source.rel))
         except OSError as exc:
             return WriteOutcome("failed", source.rel, f"nothing was moved ({exc.strerror or exc})")
-        return _locked(service, caller, request, source, target, folders, texts, linkers, locked)
+        return _locked(service, caller, request, source, target, folders, texts, linkers, locked, kept)
 
 
 def _locked(service, caller, request, source: Target, target: Target, folders: dict, texts: dict,
-            linkers: list[str], lock) -> WriteOutcome:
+            linkers: list[str], lock, kept: dict[str, str]) -> WriteOutcome:
     from vault_index.services.writes.write_types import WriteOutcome
 
     if request.request_id and (answered := service._answered(caller, request.request_id)) is not None:
@@ -142,8 +148,8 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     except UnicodeDecodeError:
         return WriteOutcome("invalid", source.rel, "a note that links here is not UTF-8 text; nothing was moved")
     rewrites = {r.path: r for r in link_rewrite.plan(texts, source.rel, target.rel)}
-    notices = [f"links in {rel} not rewritten: it gained a link to the note during the move; fix it by hand"
-               for rel in rewrites if rel not in linkers and rel != target.rel]
+    notices = [*kept.values(), *(f"links in {rel} not rewritten: it gained a link to the note during the move; "
+                                 "fix it by hand" for rel in rewrites if rel not in (*linkers, *kept, target.rel))]
     moved_text = _with_collection(service, rewrites[target.rel].text if target.rel in rewrites else texts[source.rel],
                                   target)
     changing = [rel for rel in linkers if rel in rewrites]
@@ -152,12 +158,21 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
     if locked_rel := next((rel for rel in changing if current.get(rel) and read_only(current[rel][1])), None):
         return WriteOutcome("refused", source.rel, f"nothing was moved: {locked_rel} is read-only (its permissions "
                             "allow no writes) and the move would change it; make it writable (chmod u+w) first")
+    intent = _intent(service, caller, request, source, target, old_data[0], moved_text, current, rewrites, linkers)
+    try:  # on disk before the rename: a move cut short is finished by its retry or the next write
+        service.requests.begin(intent)
+    except Exception as exc:  # noqa: BLE001 - without the record a crash would leave links broken for good
+        return WriteOutcome("failed", source.rel, f"{source.rel} was not moved: the write journal could not record "
+                            f"it ({exc}); nothing changed")
+    journal.checkpoint("intent")
     lock.refresh()
     try:
         _rename(folders, source, target, taken)
     except OSError as exc:
+        service._drop(intent)
         return WriteOutcome("failed", source.rel, f"{source.rel} was not moved ({exc.strerror or exc}); nothing "
                             "changed")
+    journal.checkpoint("renamed")
     changed = [source.rel, target.rel]
     rewritten = {}
     if moved_text.encode("utf-8") != old_data[0]:  # its own relative links (and a vault's collection field)
@@ -181,7 +196,55 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
                                "fix them by hand")
         except OSError as exc:
             notices.append(f"moved, but the links in {rel} were not rewritten ({exc.strerror or exc})")
-    return _finish(service, caller, request, source, target, changed, rewritten, notices, lock)
+    journal.checkpoint("rewritten")
+    return _finish(service, caller, intent, changed, rewritten, notices, lock)
+
+
+def _intent(service, caller, request, source, target, old: bytes, moved_text: str, current: dict, rewrites: dict,
+            linkers: list[str]) -> journal.Intent:
+    """The move's journal row: every file it changes, its version before and after, and the new text of
+    each one it rewrites (a later process finishes the links from these)."""
+    from vault_index.services.writes import request_ids
+
+    moved = moved_text.encode("utf-8")
+    versions = {source.rel: [fileio.file_version(old), None],
+                target.rel: [fileio.file_version(old), fileio.file_version(moved)]}
+    texts = {target.rel: moved_text} if moved != old else {}
+    for rel in linkers:
+        if rel in rewrites and current.get(rel) is not None:
+            versions[rel] = [fileio.file_version(current[rel][0]), fileio.file_version(rewrites[rel].text.encode())]
+            texts[rel] = rewrites[rel].text
+    planned = {rel: rewrites[rel].links for rel in texts if rel in rewrites}
+    request_id = request.request_id or uuid.uuid4().hex
+    return journal.Intent(service._request_key(caller, request_id), request_id, "move", tuple(versions), versions,
+                          (caller.identity, caller.role, caller.agent),
+                          request.reason or f"move {source.rel} to {target.rel} via vault-index",
+                          service._commits(True), request_ids.digest(request),
+                          {"from": source.rel, "to": target.rel, "links_rewritten": planned}, texts)
+
+
+def _answer_of(service, caller, request) -> WriteOutcome | None:
+    """A retry's answer: the stored one, or its first try's, finished now from the journal (cut short
+    after the rename: the links are rewritten then); None when this move is to be made."""
+    from vault_index.services.writes import recovery, request_ids
+    from vault_index.services.writes.write_types import WriteOutcome
+
+    if (answered := service._answered(caller, request.request_id)) is not None:
+        return _retried(request, answered)
+    try:
+        pending = service.requests.intent(service._request_key(caller, request.request_id))
+    except Exception:  # noqa: BLE001 - unreadable: the move's own record refuses it (nothing moved)
+        return None
+    if pending is None:
+        return None
+    if pending.digest != request_ids.digest(request):
+        return request_ids.conflict(request.request_id, request.path, WriteOutcome(pending.operation,
+                                                                                   pending.paths[0], ""))
+    finished = recovery.finish_own(service, pending, {})
+    if finished is recovery.BUSY:
+        return WriteOutcome("locked", request.path, f"request {request.request_id} is still being written; retry "
+                            "in a moment")
+    return finished
 
 
 def _retried(request, answered) -> WriteOutcome:
@@ -194,30 +257,25 @@ def _retried(request, answered) -> WriteOutcome:
     return first
 
 
-def _finish(service, caller, request, source, target, changed, rewritten, notices, lock) -> WriteOutcome:
-    from vault_index.services.writes import request_ids
+def _finish(service, caller, intent: journal.Intent, changed, rewritten, notices, lock) -> WriteOutcome:
+    from vault_index.services.writes import recovery
     from vault_index.services.writes.write_types import WriteOutcome
 
-    request_id = request.request_id or uuid.uuid4().hex
-    new_version = fileio.file_version(_read_path(service.vault.root, target.rel))
-    result = {"from": source.rel, "to": target.rel, "links_rewritten": rewritten}
-    message = f"{source.rel} moved to {target.rel}; {sum(rewritten.values())} link(s) rewritten in " \
-              f"{len(rewritten)} note(s)"
-    first = WriteOutcome("written", target.rel, message, version=new_version, result=result)
-    digest = request_ids.digest(request)
-    service._remember(caller, request_id, target, first, notices, digest)
+    source, target = intent.paths[:2]
+    new_version = fileio.file_version(_read_path(service.vault.root, target))
+    result = {"from": source, "to": target, "links_rewritten": rewritten}
+    message = f"{source} moved to {target}; {sum(rewritten.values())} link(s) rewritten in {len(rewritten)} note(s)"
     if service.reindex is not None:
         for rel in dict.fromkeys(changed):
             service._late(f"re-indexed ({rel})", lambda rel=rel: service.reindex(service.vault.root / rel), notices)
+    journal.checkpoint("reindexed")
     lock.refresh()
-    why = request.reason or f"move {source.rel} to {target.rel} via vault-index"
-    commit = commit_paths(service, caller, changed, request_id, why, notices, subject=f"move {source.rel} -> "
-                          f"{target.rel}")
-    outcome = WriteOutcome("written", target.rel, message, version=new_version, notices=tuple(notices),
+    commit = many_files.commit_paths(service, caller, changed, intent.request_id, intent.why, notices,
+                          subject=f"move {source} -> {target}")
+    journal.checkpoint("committed")
+    outcome = WriteOutcome("written", target, message, version=new_version, notices=tuple(notices),
                            commit=commit, result=result)
-    if outcome != first:
-        service._remember(caller, request_id, target, outcome, [], digest)
-    return outcome
+    return recovery.close(service, intent, outcome)
 
 
 # --- files ----------------------------------------------------------------------------------------
@@ -272,39 +330,6 @@ def _open_folders(stack: ExitStack, root: Path, targets: list[Target]) -> dict[s
         stack.callback(os.close, fd)
         folders[item.rel] = (fd, item.parts[-1])
     return folders
-
-
-def _lock_all(stack: ExitStack, service: WriteService, caller: Caller, folders: dict) -> _Leases:
-    """The document lock of every file, taken in key order (two moves never wait on each other in a
-    circle) and once per key (a case-only rename names one document twice); the first lock is returned
-    for its lease refresh."""
-    # the vault's own lock folder (every writer of the vault) and the user's, as WriteService._pipeline
-    vault_fd = fileio.ensure_state_dir(service.vault.root, service.vault.config_path is None)
-    stack.callback(os.close, vault_fd)
-    locks_fd = doc_locks.machine_locks_dir()
-    stack.callback(os.close, locks_fd)
-    keys = {}
-    for rel, (fd, name) in folders.items():
-        keys.setdefault(doc_locks.document_key(fd, name), rel)
-    taken = []
-    for key in sorted(keys):
-        lock = SharedDocumentLock((vault_fd, locks_fd), key, caller.identity, wait=service.lock_wait,
-                                  shown=keys[key])
-        lock.acquire()
-        stack.callback(lock.release)
-        taken.append(lock)
-    return _Leases(taken)
-
-
-class _Leases:
-    """Refreshes every held lock's lease at once (the single-file pipeline refreshes its one)."""
-
-    def __init__(self, locks: list[SharedDocumentLock]) -> None:
-        self.locks = locks
-
-    def refresh(self) -> None:
-        for lock in self.locks:
-            lock.refresh()
 
 
 def _read(folders: dict, rel: str) -> tuple[bytes, os.stat_result] | None:
@@ -412,53 +437,3 @@ def _with_collection(service: WriteService, text: str, target: Target) -> str:
             ending = "\r" if line.endswith("\r") else ""
             lines[index] = f"collection: {target.collection}{ending}"
     return "\n".join(lines) + body
-
-
-# --- the commit -----------------------------------------------------------------------------------
-
-
-def commit_paths(service: WriteService, caller: Caller, rels: list[str], request_id: str, why: str,
-                 notices: list[str], *, subject: str) -> str | None:
-    """One commit of every changed path (the old name's removal too), with the write's trailers.
-
-    Mirrors `WriteService._commit` for several files: same vault-wide commit lock, same identity and
-    trailers (services/writes/provenance.py), `--only` so what a person staged stays out of it.
-    """
-    vault = service.vault
-    if not vault.commit_wanted:
-        return None
-    repo = provenance.repo_root(vault.root)
-    if repo is None:
-        notices.append("written, but not committed: the vault is not a git repository (git init it, or set "
-                       "git.commit: false)")
-        return None
-    try:
-        locks = fileio.ensure_state_dir(vault.root, vault.config_path is None)
-        try:
-            with doc_locks.DocumentLock(locks, "git-commit", caller.identity, wait=max(service.lock_wait, 30.0),
-                                     shown="the git repository"):
-                return _git_commit(vault.root, rels, identity=caller.identity, agent=caller.agent, role=caller.role,
-                                   request_id=request_id, why=why, subject=subject)
-        finally:
-            os.close(locks)
-    except (VaultIndexError, OSError) as exc:
-        notices.append(f"written, but not committed: {exc}")
-        return None
-
-
-def _git_commit(root: Path, rels: list[str], *, identity: str, agent: str | None, role: str | None,
-                request_id: str, why: str, subject: str) -> str:
-    name, email = provenance.split_identity(identity)
-    env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
-           "GIT_COMMITTER_EMAIL": email, "GIT_TERMINAL_PROMPT": "0"}
-    trailers = "\n".join(f"{key}: {provenance._line(value)}" for key, value in zip(
-        provenance.TRAILERS, (agent, role, request_id, "move"), strict=True))
-    why = "".join(c for c in " ".join(why.split()) if c.isprintable())  # one line: no control character forges one
-    message = f"{provenance._line('vault: ' + subject)[:120]}\n\n{why}\n\n{trailers}\n"
-    tracked = set(provenance._git(root, env, "ls-files", "-z", "--", *(f":(literal){r}" for r in rels)).split("\0"))
-    # a path that is gone and was never committed (an untracked note moved) names nothing git knows
-    specs = [f":(literal){r}" for r in dict.fromkeys(rels) if r in tracked or (root / r).exists()]
-    provenance._git(root, env, "add", "-A", "--", *specs)
-    provenance._git(root, env, "-c", "commit.gpgsign=false", "commit", "--only", "--quiet", "--no-edit", "-F", "-",
-                    "--", *specs, stdin=message)
-    return provenance._git(root, env, "rev-parse", "HEAD").strip()

@@ -23,13 +23,13 @@ from vault_index.errors import UnsafePathError
 from vault_index.services.vault import frontmatter as fm
 from vault_index.services.vault.vault import not_visible
 from vault_index.services.writes import write_hooks
+from vault_index.services.writes.note_limits import MAX_BODY_CHARS, body_problems  # noqa: F401 - notes.MAX_BODY_CHARS
 
 if TYPE_CHECKING:
     from vault_index.services.writes.write import WriteService
     from vault_index.services.writes.write_types import Caller, Target, WriteOutcome, WriteRequest
 
 PROTECTED = ("created", "updated", "updated_by")  # stamped by the service, never taken from a caller
-MAX_BODY_CHARS = 2_000_000
 
 
 def compose(service: WriteService, caller: Caller, request: WriteRequest, target: Target, old: str | None,
@@ -50,6 +50,8 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
         return WriteOutcome("stale", target.rel, f"{target.rel} changed since version {request.base_version} (now "
                             f"{version}); read it again and redo the change", version=version,
                             result={"base_version": request.base_version})
+    if service.vault.config_path is None:  # a person's own folder: only what the operation names changes
+        return _plain(service, request, target, old, version)
     old_fields, old_body, unreadable = fm.parse(old) if old is not None else ({}, "", [])
     # Trigger: the note's frontmatter cannot be read (bad YAML, aliases, too long). Why: append,
     # promote and deprecate keep the old fields, and an unreadable block would be dropped without
@@ -88,6 +90,59 @@ def compose(service: WriteService, caller: Caller, request: WriteRequest, target
         return _invalid(target, problems, version)
     extensions = list(service.vault.config["schema_extensions"])
     return fm.render(fm.ordered(fields, old_fields.keys(), extensions), body)
+
+
+def _plain(service: WriteService, request: WriteRequest, target: Target, old: str | None,
+           version: str | None) -> str | WriteOutcome:
+    """A write in a folder with no vault config (a person's notes, a project's docs): no stamps, no
+    schema, no collection field; the frontmatter's text is kept but for the fields the caller names.
+
+    Trigger: append stamped the curated vault's fields into a person's note, overwrote their
+    `collection:` and dropped their YAML comments (issue 36). Why: those notes never agreed to the
+    curated schema (ADR 0022). Outcome: create and replace set the fields given (None removes one),
+    append adds its section after the body in the note's own line endings, promote and deprecate
+    set the status fields they name; the text checks (no NUL, size) still hold.
+    """
+    from vault_index.services.vault.frontmatter_text import newline_of, set_fields
+
+    op = request.op
+    head, old_body = _split_head(old or "")
+    changes: dict = {}
+    problems: list[dict] = []
+    if op in ("create", "replace"):
+        body = old_body if op == "replace" and request.body is None else request.body or ""
+        changes = {str(k): v for k, v in (request.frontmatter or {}).items() if str(k) not in PROTECTED}
+        old_fields = fm.parse(old or "")[0]
+        # the lifecycle holds here too: canonical only through promote, a declared collection is the folder
+        problems += _rules({**old_fields, **changes}, old_fields, target, op)
+        kept = (None, target.collection, old_fields.get("collection"))  # the person's own value may be restated
+        if "collection" in changes and changes["collection"] not in kept:
+            problems.append(fm.problem("collection", "path_collection", f"collection {changes['collection']!r} "
+                                       f"differs from the note's folder {target.collection or '(root)'!r}"))
+    elif op == "append":
+        newline = newline_of(old or "")
+        section = (request.body or "").strip("\r\n").replace("\r\n", "\n").replace("\n", newline)
+        if not section.strip():
+            problems.append(fm.problem("body", "required", "append needs a section of text to add"))
+        body = (old_body.rstrip("\r\n") + newline * 2 if old_body.strip() else old_body) + section + newline
+    else:  # promote, deprecate: the checks of a vault, and only their own fields set
+        old_fields, _ = fm.coerce(fm.parse(old or "")[0])
+        fields, body, problems = _apply(service, request, target, dict(old_fields), old_body)
+        changes = {k: fields.get(k) for k in ("status", "deprecation_reason", "superseded_by")
+                   if fields.get(k) != old_fields.get(k)}
+    if changes and fm.parse(old or "")[2]:
+        problems.append(fm.problem("frontmatter", "unreadable", "fix the note's frontmatter before changing its "
+                                   "fields"))
+    problems += body_problems(body)
+    if problems:
+        return _invalid(target, problems, version)
+    return set_fields(head, changes) + body
+
+
+def _split_head(text: str) -> tuple[str, str]:
+    """(the frontmatter block's exact text, the body): head + body == text."""
+    _, body = fm.split(text)
+    return text[:len(text) - len(body)], body
 
 
 def _apply(service: WriteService, request: WriteRequest, target: Target, old_fields: dict,
@@ -138,10 +193,7 @@ def _apply(service: WriteService, request: WriteRequest, target: Target, old_fie
             else:
                 fields["superseded_by"] = found
         fields["status"] = "deprecated"
-    if "\x00" in body:
-        problems.append(fm.problem("body", "text", "the body holds a NUL character"))
-    if len(body) > MAX_BODY_CHARS:
-        problems.append(fm.problem("body", "size", f"the body is over {MAX_BODY_CHARS:,} characters"))
+    problems += body_problems(body)
     if target.collection:  # the folder decides; a declared other collection was reported above
         fields["collection"] = target.collection
     else:
@@ -260,10 +312,17 @@ def read_view(service: WriteService, caller: Caller, path: str):
         os.close(folder)
     if data is None:
         return WriteOutcome("not_found", target.rel, not_visible(target.rel))
-    text = data.decode("utf-8", errors="replace")
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")  # as the index reads it (utf-8-sig)
     fields, body, problems = fm.parse(text)
     fields, coerced = fm.coerce(fields)
     problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
+    if service.vault.config_path is None and not fields.get("type"):
+        # Trigger: note_read of a plain project's note listed title, status, created and updated as
+        # missing (issue 39), as lint once did (issue 21). Why: a folder without
+        # .vault-index/config.yaml never agreed to the curated schema, nor a note that names no
+        # `type`. Outcome: such a note is not asked for the required fields; what it sets is still
+        # checked (`status: final`), and lint and note_read give the same answer.
+        problems = [p for p in problems if p.get("rule") != "required"]
     decay = fm.decay(fields, service.clock(), service.vault.config["decay"]["aging_after_fraction"])
     return NoteView(target.rel, target.collection, fields, body, fileio.file_version(data), tuple(problems), decay)
 

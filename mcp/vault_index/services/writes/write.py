@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 from vault_index.engine.files import doc_locks, fileio, guarded_replace
 from vault_index.engine.files.doc_locks import SharedDocumentLock
 from vault_index.errors import UnsafePathError, UsageError, WriteBusyError
+from vault_index.services.access import agent_memory
 from vault_index.services.vault.vault import Vault, not_visible
-from vault_index.services.writes import provenance, request_ids, safe_text
+from vault_index.services.writes import journal, provenance, request_ids, safe_text
 from vault_index.services.writes.write_types import (  # noqa: F401 - callers use these as write.X
     EDITS,
     MAX_REQUEST_ID_CHARS,
@@ -59,7 +60,7 @@ class WriteService:
         self.visible = visible  # the notes the caller's workspace sees (services/boundary.seen); None: all
         self.clock = clock
         self.lock_wait = lock_wait
-        self.requests = provenance.RequestLog(vault.root)
+        self.requests = journal.RequestLog(vault.root)  # answers, the writes in flight, rejections
         self.last_times = StageTimes()
 
     # --- public API --------------------------------------------------------------------------
@@ -147,6 +148,10 @@ class WriteService:
         lexical_collection = lexical[0] if len(lexical) > 1 else ""
         if action and not grants.can("read", lexical_collection):
             return None, WriteOutcome("denied", shown, not_visible(shown))
+        if action != "read":  # every write, whatever the role: another agent's memory is only read here
+            written = Path(os.path.expanduser(path))
+            if why := agent_memory.refusal(written if written.is_absolute() else self.vault.root / written, shown):
+                return None, WriteOutcome("refused", shown, why)
         try:
             parts = fileio.real_parts(self.vault.root, path)
         except UnsafePathError as exc:
@@ -187,6 +192,7 @@ class WriteService:
         if refusal:
             return refusal
         started = times.mark("authorize", started)
+        self.recover()
         creates = operation not in ("replace", "append", "promote", "deprecate", *EDITS)  # those need the note
         try:
             folder = fileio.open_folder(self.vault.root, target.parts[:-1], create=creates)
@@ -224,17 +230,13 @@ class WriteService:
 
     def _locked(self, caller, target, folder, operation, request_id, why, compose, followups, result, lock,
                 times, started, wants_commit=True, digest=None) -> WriteOutcome:
-        if request_id and (answered := self._answered(caller, request_id)) is not None:
-            first, first_digest = answered
-            if digest and first_digest and digest != first_digest:  # the id, reused for another request
-                return request_ids.conflict(request_id, target.rel, first)
-            # Trigger: the id already answered a write of another file. Why: reporting that outcome
-            # would tell the caller this note was written when it was not. Outcome: refused. An ADR
-            # retry is the exception: it numbers itself afresh, so its retry names the next number.
-            if first.path != target.rel and operation != "adr":
-                return WriteOutcome("invalid", target.rel, f"request_id {request_id} was already used for "
-                                    f"{first.path}; give each write its own request_id")
+        from vault_index.services.writes import recovery
+
+        held = {target.rel: (folder, target.parts[-1])}
+        if request_id and (first := recovery.retried(self, caller, request_id, target, operation, digest,
+                                                     held)) is not None:
             return first
+        recovery.settle_path(self, target.rel, held)  # a dead writer's change here is finished (and committed) first
         old, info = fileio.read_current(folder, target.parts[-1], target.rel)
         try:
             old_text = None if old is None else old.decode("utf-8")
@@ -242,52 +244,86 @@ class WriteService:
             return WriteOutcome("invalid", target.rel, f"{target.rel} is not UTF-8 text; fix its encoding first",
                                 version=fileio.file_version(old))
         version = fileio.file_version(old)
-        composed = compose(target, old_text, version, lock.refresh)
+        # Trigger: on a note saved with a UTF-8 byte order mark, the frontmatter was not found and a
+        # prepend pushed it into the body (issue 36). Outcome: the operations see the text as the
+        # index reads it (utf-8-sig), and the mark is written back where it was.
+        bom = "\ufeff" if old_text and old_text.startswith("\ufeff") else ""
+        composed = compose(target, old_text[len(bom):] if old_text is not None else None, version, lock.refresh)
         started = times.mark("compose", started)
         if isinstance(composed, WriteOutcome):
             if composed.status == "stale":
                 self._record_rejection(target, composed, caller, request_id)
             return composed
-        data = composed.encode("utf-8")
+        data = (bom + composed).encode("utf-8")
         if data == old:
             return WriteOutcome("unchanged", target.rel, f"{target.rel} already holds that text", version=version)
+        request_id = request_id or uuid.uuid4().hex
+        new_version = fileio.file_version(data)
+        extra = result() if result else None
+        intent = journal.Intent(self._request_key(caller, request_id), request_id, operation, (target.rel,),
+                                {target.rel: [version, new_version]}, (caller.identity, caller.role, caller.agent),
+                                why, self._commits(wants_commit), digest, extra)
+        try:  # on disk before the file changes: a retry after a crash finishes this write, never repeats it
+            self.requests.begin(intent)
+        except Exception as exc:  # noqa: BLE001 - without the record the write could not be made exactly once
+            return WriteOutcome("failed", target.rel, f"{target.rel} was not written: the write journal could not "
+                                f"record it ({exc}); the file is unchanged")
+        journal.checkpoint("intent")
         lock.refresh()
         try:
             # only if the file still holds `old`: a person's save meanwhile wins (engine/files/guarded_replace.py)
             changed = guarded_replace.replace_unchanged(folder, target.parts[-1], data,
                                                         stat.S_IMODE(info.st_mode) if info else None, old)
         except OSError as exc:
+            self._drop(intent)
             return _failed(target, exc)
         if changed is not None:
             from vault_index.services.writes.write_conflicts import lost_race
 
+            self._drop(intent)
             outcome = lost_race(target, folder, data, version, changed)
             self._record_rejection(target, outcome, caller, request_id)
             return outcome
+        journal.checkpoint("replaced")
         started = times.mark("replace", started)
-        request_id = request_id or uuid.uuid4().hex
-        new_version = fileio.file_version(data)
         notices: list[str] = []
-        extra = result() if result else None
-        first = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version, result=extra)
-        self._remember(caller, request_id, target, first, notices, digest)
-        started = times.mark("record", started)
         real = self.vault.root.joinpath(*target.parts)
         if self.reindex is not None:
             self._late("re-indexed", lambda: self.reindex(real), notices)
             started = times.mark("reindex", started)
         for name, step in followups:
             self._late(name, lambda step=step: step(real), notices)
+        journal.checkpoint("reindexed")
         started = times.mark("followups", started)
         extra = result() if result else None
         lock.refresh()
         commit = self._commit(caller, target, operation, request_id, why, notices) if wants_commit else None
+        journal.checkpoint("committed")
         times.mark("commit", started)
         outcome = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version,
                                notices=tuple(notices), commit=commit, result=extra)
-        if outcome != first:
-            self._remember(caller, request_id, target, outcome, [], digest)
+        started = time.perf_counter()
+        outcome = recovery.close(self, intent, outcome)
+        times.mark("record", started)
         return outcome
+
+    def _commits(self, wanted: bool) -> bool:
+        """Whether this write will commit: asked for, the vault commits, and it is a git repository."""
+        return wanted and self.vault.commit_wanted and provenance.repo_root(self.vault.root) is not None
+
+    def _drop(self, intent: journal.Intent) -> None:
+        try:
+            self.requests.drop(intent.key)
+        except Exception:  # noqa: BLE001, S110 - the next write finds the file unchanged and drops the row
+            pass
+
+    def recover(self, everything: bool = False) -> int:
+        """Finish the writes of this vault that were cut short (their writers died); how many.
+        `everything` (a server opening the vault): every row; else rows never begun again, and rows
+        whose commit failed once a minute at most (journal.RETRY_UNCOMMITTED_S)."""
+        from vault_index.services.writes import recovery
+
+        return recovery.sweep(self, None if everything else time.time() - journal.RETRY_UNCOMMITTED_S)
 
     # --- late stages -------------------------------------------------------------------------
 
@@ -340,14 +376,6 @@ class WriteService:
         return WriteOutcome(first.status, first.path, f"{first.message} (request {request_id} was already "
                             "answered; nothing written again)", first.version, first.problems, first.notices,
                             first.commit, first.result), digest
-
-    def _remember(self, caller: Caller, request_id: str, target: Target, outcome: WriteOutcome,
-                  notices: list[str], digest: str | None = None) -> None:
-        try:
-            stored = outcome.as_dict() if digest is None else {**outcome.as_dict(), request_ids.DIGEST_KEY: digest}
-            self.requests.put(self._request_key(caller, request_id), target.rel, stored)
-        except Exception as exc:  # noqa: BLE001 - the write happened; say the retry guard is missing
-            notices.append(f"written, but the request id was not recorded (a retry may write again): {exc}")
 
     def _record_rejection(self, target: Target, outcome: WriteOutcome, caller: Caller, request_id) -> None:
         try:

@@ -1,0 +1,139 @@
+"""What the index holds and lacks, as a workspace sees it: sources, files, status, and the
+chunks still waiting for vectors (the pending notices every search with vectors carries).
+
+Functions of the App (services/app.py), which delegates to them; split from it by concern.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vault_index.engine.embedding.models import setting_notice
+from vault_index.errors import NotFoundError
+from vault_index.services.search.search import RERANK_MODE
+from vault_index.types import SyncReport
+
+if TYPE_CHECKING:
+    from vault_index.services.app import App
+
+RERANK_OFF_BY_DEFAULT = ("off by default: searches are hybrid. VAULT_RERANK=1 reranks every search (one "
+                         "search: --mode hybrid+rerank; MCP mode \"hybrid+rerank\") with the cross-encoder "
+                         "{model}, which fastembed downloads once; offline it must be in the model cache")
+
+
+def pending_vectors(app: App) -> dict[str, int]:
+    """{source root: its chunks with no vector for the loaded model}, for the sources this
+    workspace sees; read once per change of the index (its generation), not per search."""
+    embedder = app.models.embedder() if app.models.embed_fingerprint(wait=False) else None
+    if embedder is None:
+        return {}
+    key = (app.store.generation(), embedder.fingerprint)
+    if app._pending is None or app._pending[0] != key:
+        app._pending = (key, app.store.pending_vectors(embedder.fingerprint))
+    seen = app._seen()
+    return {root: count for root, count in app._pending[1].items() if seen(root)}
+
+
+def pending_notices(app: App) -> list[str]:
+    """What a search with vectors could not use: "N chunks of SOURCE have no vectors yet"."""
+    pending = pending_vectors(app)
+    if not pending:
+        return []
+    names = {path: name for name, path in app.store.source_names().items()}
+    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them"
+            for root, count in sorted(pending.items())]
+
+
+def sources(app: App, model: str | None = None) -> list[dict]:
+    """The sources this workspace sees: name, path, files, chunks, `vectors` (its chunks that have
+    a vector of `model`, default the model the index was last embedded with), and the `kind` of
+    another agent's memory (read-only here)."""
+    from vault_index.services.access.agent_memory import kind_of
+
+    visible = app.visible_roots()
+    found = [s for s in app.store.source_stats(model or app.store.get_meta("embed_model"))
+             if visible is None or s["path"] in visible]
+    return [{**s, "kind": kind} if (kind := kind_of(s["path"])) else s for s in found]
+
+
+def files(app: App, source: str | None = None) -> list[dict]:
+    """Every indexed file this workspace sees (of the source named `source`): path, source (its
+    name), chunks and vectors (as `sources`)."""
+    seen = app._seen()
+    if source is not None:
+        names = {n for n, p in app.store.source_names().items() if seen(p)}
+        if source not in names:
+            raise NotFoundError(f"no source is named {source!r} in {app.workspace.describe()}; "
+                                f"sources: {', '.join(sorted(names)) or '(none)'}")
+    rows = app.store.file_stats(app.store.get_meta("embed_model"))
+    return [{k: v for k, v in row.items() if k != "source_path"} for row in rows
+            if seen(row["source_path"]) and (source is None or row["source"] == source)]
+
+
+def status(app: App, probe_models: bool = False) -> dict:
+    """Index state without loading any model (the server builds its instructions from it).
+
+    `probe_models` (the terminal's `status`, where a person waits anyway): where VAULT_RERANK=1
+    turned rerank on, try loading the reranker, so "on" is said only when it can run here.
+    """
+    from vault_index.engine.embedding.vectors import sqlite_vec_connection
+
+    # the model this process embeds with (its fingerprint, known without loading it), not the
+    # last one the index recorded: after a change of model, status names the new one (issue 39)
+    model = app.models.embed_fingerprint() or app.store.get_meta("embed_model")
+    found = sources(app, model)
+    # Trigger: vectors were counted over the whole index and chunks over this workspace, so
+    # status could show more vectors than chunks. Outcome: both from the same sources: the
+    # chunks this workspace sees, those with a vector of the model, and those still waiting.
+    counts = {"sources": len(found), "files": sum(s["files"] for s in found),
+              "chunks": sum(s["chunks"] for s in found)}
+    vectors = sum(s["vectors"] for s in found) if model else 0
+    backend = app.store.vector_backend or "numpy"
+    if app.store.vector_backend is None and app.settings.vector_backend == "sqlite-vec":
+        backend = "sqlite-vec" if sqlite_vec_connection(app.store.path) else "numpy (sqlite-vec cannot load here)"
+    return {
+        "db": app.store.location, "db_bytes": app.store.size_bytes(), **counts,
+        "workspace": {"kind": app.workspace.kind, "root": app.workspace.key or None,
+                      "sees": app.workspace.describe()},
+        "sources": found, "embed_model": model or None,
+        "embed_setting": app.settings.embed_model, "vectors": vectors,
+        "vectors_pending": counts["chunks"] - vectors if model else 0,
+        "vectors_live": bool(vectors), "vector_backend": backend,
+        "rerank": app.settings.rerank, "rerank_model": app.settings.rerank_model,
+        "rerank_state": _rerank_state(app, probe_models),
+        "problems": [{"path": p, "message": m} for p, m in app._seen_problems(
+            SyncReport(problems=list(app.store.problems()))).problems],
+        "recovered_from": str(app.store.recovered_from) if app.store.recovered_from else None,
+        "read_only": app.store.read_only, "notices": app.index_notices() + _model_notices(app),
+    }
+
+
+def _model_notices(app: App) -> list[str]:
+    """An embedding model the eval suite has not measured, or the shipped one without its fp32
+    weights: status says it every time (the search surfaces say it once)."""
+    notice = setting_notice(app.settings.embed_model)
+    return [notice] if notice else []
+
+
+def _rerank_state(app: App, probe: bool) -> str:
+    """"off by default (how to turn it on)", "off (why)", "on", "on, not loadable here (why)", or
+    "on (not checked)" without a probe.
+
+    Read from the models this process searches with (not only the settings), so what status
+    says is what a search does. Off by default, status is the one place that says how to turn it
+    on, and it loads nothing to say so (a probe could download a model).
+    """
+    if not app.models.rerank_enabled:
+        return "off (VAULT_RERANK=0)"
+    if app.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
+        return "off (VAULT_RERANK_MODEL=none)"
+    if app.default_mode != RERANK_MODE:
+        return RERANK_OFF_BY_DEFAULT.format(model=app.models.rerank_setting)
+    if not probe:
+        return "on (not checked)"
+    if app.models.reranker() is not None:
+        return "on"
+    error = app.models.rerank_error or "no rerank model"
+    if "turned off" in error:
+        return f"off ({error})"
+    return f"on, not loadable here ({error}); searches use fusion order"

@@ -1,0 +1,59 @@
+"""A note's history is its own commits and those of the names it was moved from: never another note's
+(issue 39: `git log --follow` took a new note made from a template for a copy of an older one). Real git."""
+
+from __future__ import annotations
+
+import subprocess
+
+from vault_index.services.writes import provenance
+
+TEMPLATE = ("---\ntype: meeting\nstatus: draft\n---\n# Meeting\n\n## Attendees\n\n- \n\n## Agenda\n\n1. \n\n"
+            "## Decisions\n\n- \n\n## Actions\n\n- [ ] \n")
+
+
+def git(root, *args) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=T", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def commit(root, message) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def test_a_note_from_the_same_template_does_not_inherit_an_older_notes_history(tmp_path):
+    root = tmp_path / "repo"
+    (root / "notes").mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / "notes" / "monday.md").write_text(TEMPLATE)
+    commit(root, "monday from the template")
+    (root / "notes" / "monday.md").write_text(TEMPLATE.replace("- \n\n## Agenda", "- Ann\n\n## Agenda"))
+    commit(root, "monday: attendees")
+    (root / "notes" / "tuesday.md").write_text(TEMPLATE.replace("1. \n", "1. budget\n"))
+    commit(root, "tuesday from the template")
+    assert [e["subject"] for e in provenance.history(root, "notes/tuesday.md")] == ["tuesday from the template"]
+    assert [e["subject"] for e in provenance.history(root, "notes/monday.md")] == [
+        "monday: attendees", "monday from the template"]
+
+
+def test_a_moved_note_keeps_the_history_of_its_old_names_and_only_theirs(tmp_path):
+    root = tmp_path / "repo"
+    vault = root / "vault"  # the vault is a folder inside the repository: paths stay relative to it
+    (vault / "drafts").mkdir(parents=True)
+    git(root, "init", "-q")
+    (vault / "drafts" / "plan.md").write_text("# Plan\n\nfirst\n")
+    commit(root, "plan")
+    (vault / "drafts" / "plan.md").write_text("# Plan\n\nfirst\nsecond\n")
+    commit(root, "plan: second")
+    (vault / "research").mkdir()
+    git(root, "mv", "vault/drafts/plan.md", "vault/research/plan.md")
+    commit(root, "move plan")
+    (vault / "research" / "plan.md").write_text("# Plan\n\nfirst\nsecond\nthird\n")
+    git(root, "mv", "vault/research/plan.md", "vault/research/roadmap.md")
+    commit(root, "rename to roadmap")
+    (vault / "drafts" / "plan.md").write_text("# Plan\n\na new plan at the old name\n")
+    commit(root, "a new plan")
+    assert [e["subject"] for e in provenance.history(vault, "research/roadmap.md")] == [
+        "rename to roadmap", "move plan", "plan: second", "plan"]
+    assert [e["subject"] for e in provenance.history(vault, "drafts/plan.md")] == ["a new plan"]  # not the old file
+    assert len(provenance.history(vault, "research/roadmap.md", limit=2)) == 2
