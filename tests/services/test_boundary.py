@@ -164,3 +164,28 @@ def test_an_agents_folder_holding_a_hidden_source_neither_touches_nor_counts_its
         assert str(nested["plan"]) in found(app, "okapi")  # B still finds its own docs
     finally:
         app.close()
+
+
+def test_a_writer_given_a_vault_sees_its_notes_though_the_apps_workspace_lists_it_not(env, monkeypatch):
+    """A library caller (or a test) opens the App where it stands and asks it for the writer of a vault
+    that workspace does not list: the vault's own notes are the writer's to see, so a move rewrites
+    their links (a source nested inside the vault would still hide its notes)."""
+    from vault_index.services.vault.vault import Vault
+    from vault_index.services.writes.move import MoveRequest
+    from vault_index.services.writes.write import Caller
+
+    vault = env / "vault"
+    (vault / ".vault-index").mkdir(parents=True)
+    (vault / ".vault-index" / "config.yaml").write_text(
+        "version: 1\nroles:\n  owner: {read: ['*'], write: ['*']}\n")
+    note(vault / "m", "n0.md", "the mover")
+    linker = note(vault / "notes", "l.md", "see [the mover](../m/n0.md)")
+    app = opened(monkeypatch, None)
+    try:
+        app.index([str(vault)])  # the vault's own source: not one the personal workspace sees
+        writer = app.writer(Vault.open(vault))
+        outcome = writer.move(Caller("Pat <pat@example.org>", "owner"), MoveRequest("m/n0.md", "m/n1.md"))
+        assert outcome.status == "written", outcome.message
+        assert "(../m/n1.md)" in linker.read_text()
+    finally:
+        app.close()

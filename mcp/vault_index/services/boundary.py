@@ -52,12 +52,23 @@ def seen(app, base: str | Path | Sequence[str | Path] | None = None) -> Callable
 
     `app` is a services.app.App (not imported: the App calls this module)."""
     bases = [] if base is None else [base] if isinstance(base, (str, os.PathLike)) else list(base)
-    roots = [str(real(r)) for r in [*app.roots(), *bases]]
+    served = [str(real(b)) for b in bases]
+    roots = [str(real(r)) for r in app.roots()] + served
     # the store keys sources by the path they were added with: spelled as `real` spells paths here
-    rule = workspaces.path_rule(app.workspace, {str(real(p)): s for p, s in app.store.source_scopes().items()})
+    scopes = {str(real(p)): s for p, s in app.store.source_scopes().items()}
+    rule = workspaces.path_rule(app.workspace, scopes)
+    deepest_first = sorted(scopes, key=len, reverse=True)
     ws = app.workspace
     own = {real(ws.root)} if ws.kind == workspaces.VAULT and ws.root is not None else set()
     own |= {real(v) for v in map(workspaces.vault_root, map(real, bases)) if v is not None}
+
+    def _served(text: str) -> bool:
+        """A note of the folder being served (`base`) is seen by its writer, unless a source nested
+        inside that folder holds it (another project's docs, a vault): only such a source hides it.
+        Trigger: a writer given a vault its App's workspace does not list saw none of its notes."""
+        holder = next((s for s in deepest_first if _holds(s, text)), None)
+        return any(_holds(b, text) and (holder is None or not (holder != b and _holds(b, holder)))
+                   for b in served)
 
     @lru_cache(maxsize=4096)
     def vault_of(folder: str) -> Path | None:  # a move checks every note of a folder: one look per folder
@@ -68,7 +79,7 @@ def seen(app, base: str | Path | Sequence[str | Path] | None = None) -> Callable
         text = os.fspath(path)
         if not any(_holds(root, text) for root in roots):
             return False
-        if rule is not None and not rule(text):
+        if rule is not None and not rule(text) and not _served(text):
             return False
         vault = Path(text) if os.path.isfile(os.path.join(text, *workspaces.VAULT_MARKER)) else \
             vault_of(os.path.dirname(text))
