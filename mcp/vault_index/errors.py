@@ -66,6 +66,10 @@ class UnsafePathError(OutsideSourcesError):
     a FIFO or device, a control folder (.git, .vault-index, secrets) or a hidden folder."""
 
 
+class ReadOnlyNoteError(UnsafePathError):
+    """A note the person made read-only (no write permission): refused as an editor refuses it."""
+
+
 class WriteBusyError(IndexBusyError):
     """Another writer held a document's lock for longer than the wait."""
 
