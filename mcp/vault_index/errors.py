@@ -13,6 +13,11 @@ class UsageError(VaultIndexError):
     exit_code = 2
 
 
+class AmbiguousPathError(UsageError):
+    """A relative path that names different files under two folders this workspace sees; the
+    message lists them (services/boundary.resolve)."""
+
+
 class NotFoundError(VaultIndexError):
     """A path or source that the index does not know."""
 

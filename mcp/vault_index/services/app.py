@@ -6,6 +6,7 @@ engine pieces on its own.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -339,6 +340,9 @@ class App:
         (every surface's default), or chunks; `subqueries`: the calling agent's extra phrasings
         (services/search/subqueries.py)."""
         mode = mode or self.default_mode
+        if filters is not None and filters.path_prefix and not os.path.isabs(os.path.expanduser(filters.path_prefix)):
+            # a relative filter is found as every path is (services/boundary.prefix), or refused by name
+            filters = replace(filters, path_prefix=boundary.prefix(self, filters.path_prefix))
         if source:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from vault_index.engine.files.sources import is_note_path, real_path
-from vault_index.errors import NotFoundError, OutsideSourcesError
+from vault_index.errors import AmbiguousPathError, NotFoundError, OutsideSourcesError
 from vault_index.services import workspace as workspaces
 
 
@@ -92,40 +92,97 @@ def resolve(app, path: str | os.PathLike, *, base: str | Path | Sequence[str | P
             for_write: bool = False, served: bool = False) -> Path:
     """The real path of `path` when this workspace sees it; raises otherwise (see the module's rule).
 
-    `base`: relative paths are taken from it (the first, for several) and it counts as a folder the
-    workspace sees; without one, a relative path is looked up in each visible source in order
-    (get_note's rule). `for_write`: the file need not exist yet. `served`: only what indexing would
-    take (a note file, no secrets or hidden part, not ignored): what is never indexed is never served.
+    Every form a person or a tool gives is taken (issue 39 item 4): absolute; relative to `base` (the
+    first, for several: the served vault or project folder), to the workspace's folder, or to a
+    visible source (`x.md` inside it, or `docs/x.md` naming the source's own folder). `base` counts
+    as a folder the workspace sees. `for_write`: the file need not exist yet (a new one goes under
+    `base`; without one, in the first of the other places the workspace sees). `served`: only what
+    indexing would take (a note file, no secrets or hidden part, not ignored).
 
     Raises OutsideSourcesError when the path lies outside every folder the workspace sees (decided
-    from where it lies), NotFoundError with `unseen`'s words when it is missing or hidden.
+    from where it lies), NotFoundError with `unseen`'s words when it is missing or hidden, and
+    AmbiguousPathError (listing them) when a relative path names different files this workspace sees.
     """
     text = os.fspath(path)
     if "\x00" in text:
         raise OutsideSourcesError("path contains a NUL byte")
     bases = [] if base is None else [base] if isinstance(base, (str, os.PathLike)) else list(base)
     roots = [real(r) for r in [*bases, *app.roots()]]
-    given = Path(os.path.expanduser(text))
-    if given.is_absolute():
-        candidates = [given]
-    else:
-        candidates = [Path(bases[0]) / given] if bases else [root / given for root in roots]
     visible = seen(app, bases)
+    found: list[Path] = []
+    first_placed, never = None, None
     inside = False
-    for candidate in candidates:
-        found = real(candidate)
-        holders = [root for root in roots if found == root or (root.is_dir() and found.is_relative_to(root))]
+    for index, candidate in enumerate(_candidates(app, text, bases, roots)):
+        where = real(candidate)
+        holders = [root for root in roots if where == root or (root.is_dir() and where.is_relative_to(root))]
         if not holders:
             continue
         inside = True
-        if served and not any(root.is_file() or is_note_path(found, root) for root in holders):
-            raise OutsideSourcesError(f"{text} is never served: it is hidden, under secrets/, excluded by "
-                                      ".indexignore, or not a note (.md, .markdown, .mdx, .txt)")
-        if visible(found) and (for_write or os.path.lexists(found)):
-            return found
+        if served and not any(root.is_file() or is_note_path(where, root) for root in holders):
+            never = never or OutsideSourcesError(
+                f"{text} is never served: it is hidden, under secrets/, excluded by "
+                ".indexignore, or not a note (.md, .markdown, .mdx, .txt)")
+            continue
+        if not visible(where):
+            continue
+        if os.path.lexists(where):
+            if where not in found:
+                found.append(where)
+        elif first_placed is None and (index == 0 or not bases):  # a new file goes where `base` says
+            first_placed = where
+    if len(found) > 1:
+        raise AmbiguousPathError(ambiguous(text, found))
+    if found:
+        return found[0]
+    if for_write and first_placed is not None:
+        return first_placed
+    if never is not None:
+        raise never
     if not inside:
         raise OutsideSourcesError(outside(text))
     raise NotFoundError(unseen(text))
+
+
+def prefix(app, text: str) -> str:
+    """A search's path filter as an absolute prefix: an absolute one as given (it may end inside a
+    name: `/x/docs/adr/00`); a relative one (`postmortems`, `docs/adr`, `research`) found as `resolve`
+    finds a path (relative to the workspace's folder or a visible source), a folder or a note.
+
+    Trigger: `search --path postmortems` and `path_prefix: "research"` matched no stored path (they
+    are absolute) and answered nothing. Outcome: found, or a NotFoundError naming what was tried."""
+    given = os.path.expanduser(text)
+    if os.path.isabs(given):
+        return given
+    roots = [real(r) for r in app.roots()]
+    visible = seen(app)
+    tried = [real(c) for c in _candidates(app, text, [], roots)]
+    found = list(dict.fromkeys(p for p in tried if os.path.lexists(p) and visible(p)))
+    if len(found) > 1:
+        raise AmbiguousPathError(ambiguous(text, found) + "; give one as the path filter")
+    if not found:
+        raise NotFoundError(f"the path filter {text!r} names no folder or note this workspace sees; tried "
+                            + ", ".join(map(str, dict.fromkeys(tried))) + " (`vault-index sources` lists the sources)")
+    return str(found[0])
+
+
+def ambiguous(text: str, found: Sequence[Path]) -> str:
+    return f"{text} names {len(found)} different files: " + ", ".join(map(str, found)) + "; give one of them"
+
+
+def _candidates(app, text: str, bases: list, roots: list[Path]) -> list[Path]:
+    """Where a path as given may lie, in order: itself when absolute; else under the first base, the
+    workspace's folder (project or vault), each visible source, and the folder holding a source whose
+    own name the path starts with (`docs/x.md` for the source `<project>/docs`)."""
+    given = Path(os.path.expanduser(text))
+    if given.is_absolute():
+        return [given]
+    folder = app.workspace.root
+    places = [Path(bases[0])] if bases else []
+    places += [Path(folder)] if folder is not None else []
+    places += [root for root in roots if root.is_dir()]
+    if given.parts:
+        places += [root.parent for root in roots if root.is_dir() and root.name == given.parts[0]]
+    return [place / given for place in dict.fromkeys(places)]
 
 
 def _holds(root: str, path: str) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 from vault_index.config import content_dir, project_dir
-from vault_index.errors import NotFoundError, OutsideSourcesError, VaultIndexError
+from vault_index.errors import AmbiguousPathError, NotFoundError, OutsideSourcesError, VaultIndexError
 from vault_index.services import boundary
 from vault_index.services.access.access import Scope, is_indexed, scope_for
 from vault_index.services.app import App
@@ -161,6 +161,8 @@ class ToolContext:
                 real = boundary.resolve(self.app, path, base=root, for_write=True)
             except OutsideSourcesError:
                 return path
+            except AmbiguousPathError as exc:  # names two files: the agent picks one of those listed
+                raise ToolError(str(exc)) from exc
             except NotFoundError:  # hidden: answered as missing, its path shown as a missing one's
                 given = Path(os.path.expanduser(path))  # as written: never where a link leads
                 given = Path(os.path.normpath(given if given.is_absolute() else root / given))
