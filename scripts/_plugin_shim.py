@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 SNAPSHOT = Path(__file__).resolve().parent / "tools-snapshot.json"
+PLUGIN_ROOT = Path(__file__).resolve().parent.parent  # the shim's scripts/ lies in the plugin's root
 WAIT_FOR_BUILD_S = 240.0  # a tool call waits this long for the build before it gets an error
 POLL_S = 0.2
 SHIM_ID = "vault-index-shim-initialize"
@@ -172,7 +173,10 @@ class Shim:
         """Start the real server and replay the client's handshake; True when it answers."""
         if self.command is None:
             return False
-        self.child = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        # in the plugin's own folder: `python -m` puts the working folder first on sys.path, and a
+        # project's own vault_index/ or yaml.py must never be what the server imports (issue 36)
+        self.child = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                      cwd=PLUGIN_ROOT)
         init = dict(self.initialize or {"jsonrpc": "2.0", "method": "initialize", "params": {
             "protocolVersion": (self.snapshot.get("protocol_versions") or ["2025-06-18"])[0],
             "capabilities": {}, "clientInfo": {"name": "vault-index-plugin-shim", "version": "1"}}})

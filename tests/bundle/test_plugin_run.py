@@ -233,10 +233,11 @@ def test_pip_installs_bring_pip_up_first_and_compile_on_every_core_last(tmp_path
     second run has nothing to do."""
     venv, steps, compiled = tmp_path / "venv", [], []
 
-    def run(cmd, log):
+    def run(cmd, log, cwd):
         cmd = [str(c) for c in cmd]
         steps.append(cmd)
-        if cmd[1:3] == ["-m", "venv"]:
+        assert cwd == tmp_path / "root"  # the plugin's own folder, never the project's
+        if cmd[1:4] == ["-I", "-m", "venv"]:
             (venv / "bin").mkdir(parents=True)
             plugin_run.venv_python(venv).write_text("")
         if plugin_run.PIP_FLOOR in cmd:
@@ -244,14 +245,14 @@ def test_pip_installs_bring_pip_up_first_and_compile_on_every_core_last(tmp_path
 
     monkeypatch.setattr(plugin_run, "_run", run)
     monkeypatch.setattr(plugin_run.shutil, "which", lambda name: None)
-    monkeypatch.setattr(plugin_run.subprocess, "run", lambda cmd, **kw: compiled.append(cmd))
+    monkeypatch.setattr(plugin_run.subprocess, "run", lambda cmd, **kw: compiled.append(cmd) or kw["cwd"])
     said: list[str] = []
     plugin_run.install(tmp_path / "root", venv, said.append)
-    pips = [cmd for cmd in steps if "pip" in cmd[1:3]]
+    pips = [cmd for cmd in steps if "pip" in cmd[1:4]]
     assert [cmd[-1] for cmd in pips] == [plugin_run.PIP_FLOOR, f"{tmp_path / 'root'}[offline]"]
     assert all("--no-compile" in cmd for cmd in pips)
     assert any("going on with the venv's own pip" in line for line in said)
-    assert compiled == [[str(plugin_run.venv_python(venv)), "-c", plugin_run.COMPILE]]
+    assert compiled == [[str(plugin_run.venv_python(venv)), "-I", "-c", plugin_run.COMPILE]]
     steps.clear()
     plugin_run.install(tmp_path / "root", venv, said.append)
     assert steps == [] and len(compiled) == 1
@@ -262,3 +263,40 @@ def test_setup_and_the_plugin_install_the_same_way():
 
     setup = load_setup()
     assert (setup.PIP_FLOOR, setup.COMPILE) == (plugin_run.PIP_FLOOR, plugin_run.COMPILE)
+
+
+SHADOWS = {  # what a cloned repository could hold to run its own code at the plugin's first install
+    "venv/__init__.py": "", "venv/__main__.py": "MARK('venv')\n",
+    "pip/__init__.py": "MARK('pip')\n", "pip/__main__.py": "MARK('pip-main')\n",
+    "compileall.py": "MARK('compileall')\n", "sysconfig.py": "MARK('sysconfig')\n",
+}
+MARK = "import pathlib, os\ndef MARK(name):\n    (pathlib.Path({folder!r}) / ('ran-' + name)).touch()\n"
+DRIVER = """import sys
+from pathlib import Path
+sys.path.insert(0, {scripts!r})
+import plugin_run
+original = plugin_run._run
+def offline(cmd, log, *rest, **how):  # the real commands, with pip asked only for its version
+    cmd = [str(c) for c in cmd]
+    if "install" in cmd:
+        cmd = cmd[:cmd.index("install")] + ["--version"]
+    original(cmd, log, *rest, **how)
+plugin_run._run = offline
+plugin_run.shutil.which = lambda name: None  # the path without uv: venv and pip
+plugin_run.install(Path({root!r}), Path({venv!r}), print)
+"""
+
+
+def test_the_first_install_runs_no_module_of_the_project_it_starts_in(tmp_path):
+    """Issue 36 item 3 (High): the SessionStart hook installs with the project as its working
+    folder, and `python -m venv`, `python -m pip` and `python -c` put that folder first on sys.path:
+    a cloned repository's own venv/, pip/ or compileall.py ran (old code: all three markers)."""
+    project = tmp_path / "project"
+    for rel, text in SHADOWS.items():
+        write(project, rel, MARK.format(folder=str(tmp_path)) + text)
+    driver = DRIVER.format(scripts=str(REPO / "scripts"), root=str(REPO), venv=str(tmp_path / "venv"))
+    done = subprocess.run([sys.executable, "-c", driver], cwd=project, capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_"))})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.glob("ran-*")) == []
+    assert plugin_run.venv_python(tmp_path / "venv").exists()  # the real venv module made it

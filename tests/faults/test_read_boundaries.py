@@ -20,6 +20,7 @@ from vault_index.engine import indexer
 from vault_index.engine.files.fileio import open_note, read_note
 from vault_index.errors import NotFoundError, OutsideSourcesError, UsageError
 from vault_index.services import app as app_module
+from vault_index.services import boundary
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.app import MAX_NOTE_CHARS
 from vault_index.surfaces.server import build_server
@@ -63,14 +64,14 @@ def test_a_note_swapped_for_a_link_after_the_path_check_is_not_served(setup, ope
     vault, outside = setup
     app = open_app(None)
     app.index([str(vault)])
-    checked = app_module.resolve_inside
+    checked = boundary.resolve
 
-    def check_then_swap(path, roots):
-        real = checked(path, roots)
+    def check_then_swap(app, path, **how):
+        real = checked(app, path, **how)
         os.replace(_link_beside(real, outside), real)
         return real
 
-    monkeypatch.setattr(app_module, "resolve_inside", check_then_swap)
+    monkeypatch.setattr(boundary, "resolve", check_then_swap)
     with pytest.raises(OutsideSourcesError, match="symbolic link"):
         app.get_note("z-last.md")
 
@@ -80,16 +81,16 @@ def test_a_folder_swapped_for_a_link_after_the_path_check_is_not_served(setup, o
     write(vault, "sub/deep.md", "# Deep\n\ndeep words\n")
     app = open_app(None)
     app.index([str(vault)])
-    checked = app_module.resolve_inside
+    checked = boundary.resolve
 
-    def check_then_swap(path, roots):
-        real = checked(path, roots)
+    def check_then_swap(app, path, **how):
+        real = checked(app, path, **how)
         os.rename(real.parent, vault / "sub-away")
         os.symlink(outside.parent, real.parent)
         os.replace(outside, outside.parent / "deep.md")
         return real
 
-    monkeypatch.setattr(app_module, "resolve_inside", check_then_swap)
+    monkeypatch.setattr(boundary, "resolve", check_then_swap)
     with pytest.raises((OutsideSourcesError, NotFoundError)) as refused:
         app.get_note("sub/deep.md")
     assert marker not in str(refused.value)

@@ -61,3 +61,44 @@ def test_a_handoff_note_redacts_and_is_not_committed_either(tmp_path):
     note = vault / done.stdout.decode().splitlines()[0]
     assert not [s for s in SECRETS if s in note.read_text()]
     assert _git(vault, "rev-list", "--count", "HEAD") == commits
+
+
+PROSE = ["the password for prod db is hunter2", "set the staging db password to Tr0ub4dor&3 before the demo",
+         "the API key is sk-live-0042 so use it", "now fix the failing test in tests/services/test_write.py"]
+
+
+def _snapshot(tmp_path, project, prompts, **env):
+    records = [{"type": "user", "isSidechain": False, "sessionId": "s-1", "uuid": f"u{i}",
+                "message": {"role": "user", "content": text}} for i, text in enumerate(prompts)]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    payload = {"session_id": "5f0c2d1e-8a47", "transcript_path": str(transcript), "cwd": str(project),
+               "hook_event_name": "PreCompact", "trigger": "auto"}
+    done = run_script("precompact_snapshot.py", payload, hook_env(CLAUDE_PROJECT_DIR=str(project), **env))
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    (snapshot,) = (project / "docs" / "handoffs" / "auto").glob("*.md")
+    return snapshot
+
+
+def test_a_password_written_in_prose_is_redacted(tmp_path):
+    """Issue 36 item 10: "the password for prod db is hunter2" has no `key: value` shape, and the old
+    code copied it into docs/handoffs/auto/ verbatim."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    text = _snapshot(tmp_path, project, PROSE).read_text()
+    assert not [s for s in ("hunter2", "Tr0ub4dor&3", "sk-live-0042") if s in text], text  # old code: all three
+    assert "the password for prod db is [redacted" in text and "before the demo" in text
+    assert "tests/services/test_write.py" in text  # the rest of what was said is kept
+
+
+def test_auto_snapshots_stay_out_of_git_unless_the_person_opts_in(tmp_path):
+    """Issue 36 item 10: never committed by us, but a person's `git add -A` took them, session text
+    and all. The folder now ignores them; VAULT_SNAPSHOTS_IN_GIT=1 keeps them in the repository."""
+    for opted in (False, True):
+        project = tmp_path / f"project-{opted}"
+        project.mkdir()
+        _git(project, "init", "-q")
+        snapshot = _snapshot(tmp_path, project, PROSE[-1:], **({"VAULT_SNAPSHOTS_IN_GIT": "1"} if opted else {}))
+        seen = _git(project, "status", "--porcelain", "--untracked-files=all")
+        assert (snapshot.name in seen) is opted, seen  # old code: listed, ready for `git add -A`
+        assert (snapshot.parent / ".gitignore").exists() is not opted

@@ -20,7 +20,7 @@ def served(tmp_path, open_app):
     root = tmp_path / "vault"
     write(root, "notes/a.md", "# a\n\nalpha\n")
     store = TokenStore(tmp_path / "index.remote")
-    token, _ = store.new("owner")
+    token, _ = store.new("owner", vault=root)
     config = HttpConfig(port=free_port(), credentials=store.folder, rate_per_s=0)
     with ThreadServer(open_app(None), config, vault_root=root, memory_file=tmp_path / "m.jsonl") as running:
         running.token = token

@@ -50,8 +50,8 @@ def server(tmp_path, open_app):
     app = open_app(None)
     app.index([str(root)])
     store = TokenStore(tmp_path / "index.remote")
-    owner, owner_record = store.new("owner")
-    reader, _ = store.new("reader")
+    owner, owner_record = store.new("owner", vault=root)
+    reader, _ = store.new("reader", vault=root)
     clock = Clock()
     config = HttpConfig(port=free_port(), credentials=store.folder, rate_per_s=0)
     with ThreadServer(app, config, clock=clock, vault_root=root, memory_file=tmp_path / "mem.jsonl") as running:

@@ -42,12 +42,12 @@ def test_no_token_no_start_and_no_plain_http_off_loopback(tmp_path):
     [row] = json.loads(listed.stdout)
     assert row["role"] == "owner" and token not in listed.stdout
     store = TokenStore(tmp_path / "index.remote")
-    assert store.lookup(token).id == row["id"]
+    assert store.lookup(token, root).id == row["id"] and row["vault"] == str(root)
     rotated = subprocess.run([CLI, "token", "rotate", row["id"]], env=env, capture_output=True, text=True,
                              timeout=CALL_TIMEOUT_S)
     fresh = rotated.stdout.strip()
     assert rotated.returncode == 0 and fresh != token
-    assert store.lookup(token) is None and store.lookup(fresh).role == "owner"
+    assert store.lookup(token, root) is None and store.lookup(fresh, root).role == "owner"
     unknown = subprocess.run([CLI, "token", "revoke", row["id"]], env=env, capture_output=True, text=True,
                              timeout=CALL_TIMEOUT_S)
     assert unknown.returncode == 2 and "token list" in unknown.stderr
@@ -62,17 +62,21 @@ def test_no_token_no_start_and_no_plain_http_off_loopback(tmp_path):
 
 def test_startup_rules(tmp_path):
     store = TokenStore(tmp_path / "creds")
+    vault, other = tmp_path / "vault", tmp_path / "other"
     with pytest.raises(UsageError, match="no token"):
-        check_startup(HttpConfig(credentials=store.folder), store)
-    store.new("owner")
-    check_startup(HttpConfig(credentials=store.folder), store)
+        check_startup(HttpConfig(credentials=store.folder), store, vault=vault)
+    store.new("owner", vault=other)
+    with pytest.raises(UsageError, match="no token yet for this vault .1 token"):  # another vault's does not count
+        check_startup(HttpConfig(credentials=store.folder), store, vault=vault)
+    store.new("owner", vault=vault)
+    check_startup(HttpConfig(credentials=store.folder), store, vault=vault)
     with pytest.raises(UsageError, match="not a loopback"):
-        check_startup(HttpConfig(host="0.0.0.0", credentials=store.folder), store)
-    check_startup(HttpConfig(host="0.0.0.0", behind_tls_proxy=True, credentials=store.folder), store)
-    check_startup(HttpConfig(host="0.0.0.0", tls_cert="c", tls_key="k", credentials=store.folder), store)
+        check_startup(HttpConfig(host="0.0.0.0", credentials=store.folder), store, vault=vault)
+    check_startup(HttpConfig(host="0.0.0.0", behind_tls_proxy=True, credentials=store.folder), store, vault=vault)
+    check_startup(HttpConfig(host="0.0.0.0", tls_cert="c", tls_key="k", credentials=store.folder), store, vault=vault)
     with pytest.raises(UsageError, match="https"):
-        check_startup(HttpConfig(public_url="http://vault.example.com", credentials=store.folder), store)
-    assert store.lookup("x" * (MIN_TOKEN_CHARS - 1)) is None
+        check_startup(HttpConfig(public_url="http://vault.example.com", credentials=store.folder), store, vault=vault)
+    assert store.lookup("x" * (MIN_TOKEN_CHARS - 1), vault) is None
 
 
 @pytest.fixture
@@ -80,8 +84,8 @@ def guarded(tmp_path, open_app):
     root = tmp_path / "vault"
     write(root, "notes/a.md", "# a\n\nalpha\n")
     store = TokenStore(tmp_path / "index.remote")
-    token, _ = store.new("owner")
-    other, _ = store.new("owner")
+    token, _ = store.new("owner", vault=root)
+    other, _ = store.new("owner", vault=root)
     config = HttpConfig(port=free_port(), credentials=store.folder, rate_per_s=0.05, burst=5,
                         max_body=2000)  # one token per 20 s: a loaded machine cannot refill the bucket mid-test
     with ThreadServer(open_app(None), config, vault_root=root, memory_file=tmp_path / "m.jsonl") as running:

@@ -26,8 +26,8 @@ def server(tmp_path, open_app):
     app = open_app(None)
     app.index([str(root)])
     store = TokenStore(tmp_path / "index.remote")
-    owner, _ = store.new("owner")
-    ghost, _ = store.new("auditor")  # a role the config never had (or lost): the store does not check
+    owner, _ = store.new("owner", vault=root)
+    ghost, _ = store.new("auditor", vault=root)  # a role the config never had (or lost): the store does not check
     config = HttpConfig(port=free_port(), credentials=store.folder, rate_per_s=0)
     with ThreadServer(app, config, vault_root=root, memory_file=tmp_path / "mem.jsonl") as running:
         running.root, running.store, running.owner, running.ghost = root, store, owner, ghost

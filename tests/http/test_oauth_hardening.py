@@ -43,8 +43,8 @@ def test_a_registration_flood_is_rate_limited_and_never_evicts_an_approved_clien
 def test_a_book_full_of_approved_clients_refuses_rather_than_evicts(tmp_path, monkeypatch):
     monkeypatch.setattr(oauth, "MAX_CLIENTS", 2)
     store = TokenStore(tmp_path / "creds")
-    secret, _ = store.new("owner")
-    provider = OwnerOAuth(store, "http://127.0.0.1:1")
+    secret, _ = store.new("owner", vault=tmp_path)
+    provider = OwnerOAuth(store, "http://127.0.0.1:1", vault=tmp_path)
 
     async def flow():
         from mcp.shared.auth import OAuthClientInformationFull
@@ -69,7 +69,7 @@ def test_a_book_full_of_approved_clients_refuses_rather_than_evicts(tmp_path, mo
 
     ids, refused = asyncio.run(flow())
     assert refused and "approved clients" in refused
-    reopened = OwnerOAuth(store, "http://127.0.0.1:1")  # the approvals are kept on disk
+    reopened = OwnerOAuth(store, "http://127.0.0.1:1", vault=tmp_path)  # the approvals are kept on disk
     assert asyncio.run(reopened.get_client("c0")) is not None and reopened._approved == set(ids)
 
 

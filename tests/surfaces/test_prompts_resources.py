@@ -299,7 +299,8 @@ def test_a_shadowed_relative_path_is_listed_by_its_absolute_path(tmp_path, open_
         return uris, [(await client.read_resource(u)).contents[0].text for u in uris]
 
     uris, texts = _run(server, run)
-    assert uris == [note_uri("same.md"), note_uri(str((second / "same.md").resolve()))]
+    # `same.md` names two notes (an error since issue 39 item 4): each is listed by its real path
+    assert uris == [note_uri(str((first / "same.md").resolve())), note_uri(str((second / "same.md").resolve()))]
     assert texts == ["# First", "# Second"]
 
 

@@ -151,11 +151,11 @@ def sync(
     checkout: bool = False,
     scope_of: Callable[[Path], str] | None = None,
     seen: Callable[[str], bool] | None = None,
+    unseen: Callable[[str], bool] | None = None,
 ) -> SyncReport:
-    """Register `paths` as sources (none: every checkout on this machine, or those of the sources
-    `seen` accepts) and bring the index up to date; `name` names the one source when a single path
-    is given, and with `checkout` that path may be another checkout of the source already named so
-    (ADR 0019)."""
+    """Register `paths` as sources (none: every checkout here, or of the sources `seen` accepts) and sync;
+    `name` names a single path's source, which with `checkout` may be another checkout of it (ADR 0019).
+    `unseen(note)`: a note the caller does not see (another workspace's, nested here): left uncounted."""
     started = time.perf_counter()
     report = SyncReport()
     paths = list(paths or [])
@@ -173,6 +173,8 @@ def sync(
         # of each note, and what this checkout had (a note of it the walk does not find is gone)
         copies = store.copy_states(checkout_id)
         known = {path for path, copy in copies.items() if not copy.gone}
+        if unseen is not None:  # its own source indexes it (services/boundary.py)
+            files, known = [p for p in files if not unseen(p)], {p for p in known if not unseen(p)}
         here = _Checkout(source_id, checkout_id, real_root, copies)
         ready: list[_Prepared] = []
         for done, path in enumerate(files, start=1):

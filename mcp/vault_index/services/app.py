@@ -6,6 +6,7 @@ engine pieces on its own.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -15,11 +16,11 @@ from typing import TYPE_CHECKING
 from vault_index.config import MAX_FILE_BYTES, Settings, project_dir
 from vault_index.engine.embedding.models import Models
 from vault_index.engine.files.fileio import read_note
-from vault_index.engine.files.sources import looks_binary, real_path, resolve_inside
+from vault_index.engine.files.sources import looks_binary, real_path
 from vault_index.engine.stores.store import BUSY_TIMEOUT_S
 from vault_index.engine.stores.store_contract import IndexStore, open_store
-from vault_index.errors import NotFoundError, UsageError
-from vault_index.services import index_state
+from vault_index.errors import NotFoundError, UsageError, VaultIndexError
+from vault_index.services import boundary, index_state
 from vault_index.services import workspace as workspaces
 from vault_index.services.access.boundaries import agent_sources
 from vault_index.services.search import confidence
@@ -96,6 +97,11 @@ class App:
         roots = self.visible_roots()
         return (lambda _path: True) if roots is None else set(roots).__contains__
 
+    def resolve(self, path: str | Path, **how) -> Path:
+        """`path` as the one boundary resolves and checks it for this workspace (services/boundary.py):
+        the modules below the App that take a path from an agent call this."""
+        return boundary.resolve(self, path, **how)
+
     def sees_path(self) -> Callable[[str], bool] | None:
         """Whether this workspace sees a file (services/workspace.path_rule: the deepest source
         holding it decides); None when every source is seen."""
@@ -142,7 +148,14 @@ class App:
         if by_agent and paths:
             visible = self.visible_roots()
             registered = [p for _, p in self.store.sources() if visible is None or p in visible]
-            paths = agent_sources(paths, self.workspace.root or project_dir(), registered)
+            project = self.workspace.root or project_dir()
+            # Trigger: an agent in project A added a file of project B's docs/ that lay inside a
+            # personal folder; it became a personal source, seen by every project.
+            # Why: the agent rule above judged where the path lies, not whether A sees it.
+            # Outcome: what an agent adds must be a path this workspace sees (services/boundary.py);
+            # a hidden one is refused in the words a missing one gets.
+            paths = [str(boundary.resolve(self, p, base=project))
+                     for p in agent_sources(paths, project, registered)]
         within, paths = self._files_in_sources(paths or []) if not checkout else ([], paths)
         report = SyncReport() if within and not paths else self._sync(paths, progress, by_agent, name, checkout)
         for path, source in within:
@@ -166,8 +179,14 @@ class App:
         # Trigger: an agent's index_paths with no paths re-synced every workspace's sources and
         # counted their files in its answer (issue 36). Outcome: an agent re-syncs what it sees.
         seen = self._seen() if by_agent and not paths else None
+        # an agent's folder that holds another workspace's source (B's docs/ inside ~/notes/B): those
+        # notes are B's to index; the agent's sync neither touches nor counts them
+        unseen = None
+        if by_agent and paths:
+            sees = boundary.seen(self, self.workspace.root or project_dir())
+            unseen = lambda path: not sees(path)  # noqa: E731 - the walk gives real paths, as stored
         report = indexer.sync(self.store, self.models, paths or None, progress, name=name, checkout=checkout,
-                              scope_of=scope_of, seen=seen)
+                              scope_of=scope_of, seen=seen, unseen=unseen)
         if fingerprint and not report.vector_used:  # the model could not load here: no vectors of it
             with self.store.transaction() as db:
                 self.store.set_meta(db, "embed_model", "")
@@ -274,7 +293,10 @@ class App:
     def source_target(self, path: str) -> str:
         """The registered path `path` means: a source's path (as typed or resolved), else a source's
         name; anything else is returned unchanged (remove then says it is not a source)."""
-        resolved = str(Path(path).expanduser().resolve()) if path else path
+        try:  # a path is matched as the boundary resolves it; a name (or a path it refuses) as given
+            resolved = str(boundary.resolve(self, path, for_write=True)) if path else path
+        except VaultIndexError:
+            resolved = path
         seen = self._seen()
         known = {p for _, p in self.store.sources() if seen(p)}
         if resolved in known or path in known:
@@ -300,7 +322,8 @@ class App:
         """The write service for `vault`, re-indexing each written file through this App."""
         from vault_index.services.writes.write import WriteService
 
-        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)))
+        return WriteService(vault, reindex=lambda path: self.reindex_file(str(path)),
+                            visible=boundary.seen(self, vault.root))
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -317,6 +340,9 @@ class App:
         (every surface's default), or chunks; `subqueries`: the calling agent's extra phrasings
         (services/search/subqueries.py)."""
         mode = mode or self.default_mode
+        if filters is not None and filters.path_prefix and not os.path.isabs(os.path.expanduser(filters.path_prefix)):
+            # a relative filter is found as every path is (services/boundary.prefix), or refused by name
+            filters = replace(filters, path_prefix=boundary.prefix(self, filters.path_prefix))
         if source:
             filters = self._source_filters(filters or Filters(), source)
             if filters is None:  # the path prefix lies outside the named source: nothing can match
@@ -384,10 +410,7 @@ class App:
         roots = self.roots()
         if not roots:
             raise NotFoundError("no sources are registered; index a folder first")
-        real = resolve_inside(path, roots)
-        sees = self.sees_path()
-        if sees is not None and not sees(str(real)):  # in a hidden source nested in a visible one
-            raise NotFoundError(f"{path} is not a file in the index sources")
+        real = boundary.resolve(self, path, served=True)  # missing and hidden: one answer
         raw = _read_served(real, roots, path)
         # An empty file is one empty line, as an editor shows it: every answer has
         # line_start <= line_end <= total_lines.
@@ -427,11 +450,13 @@ def _read_served(real: Path, roots: list[str], asked: str) -> bytes:
     was read whole under the server's lock. Outcome: MAX_FILE_BYTES, the indexing cap, bounds it.
     """
     # The source is found from `real` as checked, never by resolving it again (that was the gap).
-    root = next((r for r in map(Path, map(real_path, roots)) if real == r or r in real.parents), None)
+    root = next((r for r in map(boundary.real, roots) if real == r or r in real.parents), None)
     if root is None:
         raise NotFoundError(f"{asked} is not a file in the index sources")
     try:
         raw, info = read_note(root, real, MAX_FILE_BYTES)
+    except NotFoundError:  # gone since it was resolved: the answer a missing note gets
+        raise NotFoundError(boundary.unseen(asked)) from None
     except OSError as exc:
         raise NotFoundError(f"{asked} cannot be read ({exc.strerror or exc})") from exc
     if raw is None:

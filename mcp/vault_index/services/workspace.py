@@ -18,7 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from vault_index import locations
-from vault_index.errors import OutsideSourcesError
 from vault_index.services.access import agent_memory
 
 VAULT_MARKER = (".vault-index", "config.yaml")  # what `vault-index init` makes
@@ -103,6 +102,17 @@ class Workspace:
         return "your personal notes (no project here)"
 
 
+def served_root(workspace: Workspace, vault_root: str | Path | None = None) -> Path:
+    """The folder a server serves (its vault config, where its notes are written, the vault its
+    tokens are for): `vault_root` when given (--vault), else the workspace's vault, else the content
+    folder (the project). `serve` and `token new` both ask here, so a token names the very folder."""
+    from vault_index.config import content_dir
+
+    if vault_root:
+        return Path(vault_root).expanduser().resolve()
+    return workspace.root if workspace.kind == VAULT and workspace.root is not None else content_dir()
+
+
 def vault_root(path: Path) -> Path | None:
     """The init vault `path` lies in (the nearest folder with .vault-index/config.yaml), if any."""
     for folder in (path, *path.parents):
@@ -167,15 +177,6 @@ def other_vault(root: str | Path, path: str) -> Path | None:
     if found is None or Path(os.path.realpath(found)) == Path(os.path.realpath(root)):
         return None
     return found
-
-
-def refuse_other_vault(root: str | Path, path: str) -> None:
-    """A note inside an init vault is read and written only by that vault's server, under its roles
-    (ADR 0020); from a project or another vault it is refused, never written as a plain note."""
-    found = other_vault(root, path)
-    if found is not None:
-        raise OutsideSourcesError(f"{path} lies in the vault {found}, which only its own server reads and "
-                                  "writes (start Claude Code or `vault-index serve` in it)")
 
 
 def fact_rule(workspace: Workspace, scopes: dict[str, str]):

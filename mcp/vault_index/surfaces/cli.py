@@ -142,7 +142,9 @@ def cmd_search(app, args) -> int:
 
 
 def cmd_get(app, args) -> int:
-    note = app.get_note(args.path, args.start, args.lines)
+    from vault_index.surfaces.cli_common import typed_path
+
+    note = app.get_note(typed_path(app, args.path), args.start, args.lines)
     if args.json:
         print(_json(note))
     else:

@@ -187,3 +187,26 @@ def subqueries_from(args):
     from vault_index.services.search.subqueries import sub_queries
 
     return sub_queries(args.keywords, args.paraphrase, args.hypothetical)
+
+
+def typed_path(app, raw: str, root: str | Path | None = None, for_write: bool = False) -> str:
+    """A path typed at the terminal, found as every tool finds it (services/boundary.resolve): where
+    one stands first, then the vault or project folder `root`, the workspace's folder, a source. Inside
+    `root` it is answered relative to it (what the write service takes); a path the boundary does not
+    find goes on as typed, so the command's own answer for a missing note is given."""
+    from vault_index.errors import AmbiguousPathError, VaultIndexError
+    from vault_index.services import boundary
+
+    here = Path(raw).expanduser()
+    if not here.is_absolute() and here.exists():
+        raw = str(here.resolve())
+    try:
+        found = boundary.resolve(app, raw, base=root, for_write=for_write)
+    except AmbiguousPathError:
+        raise
+    except VaultIndexError:
+        return raw
+    inside = boundary.real(root) if root is not None else None
+    if inside is not None and found != inside and found.is_relative_to(inside):
+        return found.relative_to(inside).as_posix()
+    return str(found)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 def _edit(app, args, op: str, **fields) -> int:
     from vault_index.services.writes.edit_ops import write_op
-    from vault_index.surfaces.cli_common import _finish, _open
+    from vault_index.surfaces.cli_common import _finish, _open, typed_path
     from vault_index.surfaces.outcomes import outcome_dict
 
     vault, caller = _open(app, args)
-    outcome = write_op(app.writer(vault), caller, op, args.path, base_version=args.base_version,
+    path = typed_path(app, args.path, vault.root, for_write=True)  # every form a tool takes (issue 39)
+    outcome = write_op(app.writer(vault), caller, op, path, base_version=args.base_version,
                        request_id=args.request_id, reason=args.reason, **fields)
     return _finish(args, outcome_dict(outcome))
 

@@ -25,7 +25,8 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", type=float, default=None, help="requests per second per credential (0: no limit)")
     p.add_argument("--burst", type=int, default=None, help="requests a credential may send at once")
     p.add_argument("--header-timeout", type=float, default=None, metavar="S",
-                   help="close a connection whose request headers take over S seconds (default 10)")
+                   help="close a connection whose request headers take over S seconds, or whose body "
+                        "pauses that long (default 10; a whole body: 60 s)")
     p.add_argument("--no-oauth", action="store_true", help="bearer tokens only (no OAuth endpoints)")
 
 
@@ -73,7 +74,8 @@ def cmd_serve_http(args) -> int:
         raise UsageError("--role is for stdio: over HTTP each request's role is its token's "
                          "(`vault-index token new --role NAME`)")
     config = http_config(args)
-    check_startup(config, TokenStore(config.credentials), role_hint=hint_role(getattr(args, "vault", None)))
+    check_startup(config, TokenStore(config.credentials), role_hint=hint_role(getattr(args, "vault", None)),
+                  vault=served(getattr(args, "vault", None)))
     from vault_index.surfaces.http import serve_http  # the MCP SDK and OAuth: only once the checks pass
 
     print(f"vault-index: serving {config.base_url}/mcp (era {config.era}); Ctrl-C stops", file=sys.stderr, flush=True)
@@ -96,22 +98,24 @@ def cmd_token(app, args) -> int:
     store = _store()
     if args.token_command == "new":
         _check_role(args)
-        token, record = store.new(args.role, args.label or "")
+        token, record = store.new(args.role, args.label or "", vault=served(getattr(args, "vault", None)))
         return _show(args, token, record)
     if args.token_command == "rotate":
-        token, record = store.rotate(args.id)
+        token, record = store.rotate(args.id, served(getattr(args, "vault", None)))
         print(f"token {args.id} revoked with every OAuth grant it approved", file=sys.stderr)
         return _show(args, token, record)
     if args.token_command == "revoke":
         gone = store.revoke(args.id)
         print(f"revoked {gone.id} (role {gone.role}) and every OAuth grant it approved", file=sys.stderr)
         return 0
-    rows = [{"id": r.id, "role": r.role, "created": r.created, "label": r.label} for r in store.records()]
+    rows = [{"id": r.id, "role": r.role, "created": r.created, "label": r.label, "vault": r.vault or None}
+            for r in store.records()]
     if args.json:
         print(json.dumps(rows))
     else:
         for row in rows:
-            print(f"{row['id']}  {row['role']:<12} {row['created']}  {row['label']}")
+            vault = row["vault"] or "(no vault: made before tokens were bound; `token rotate` it in its vault)"
+            print(f"{row['id']}  {row['role']:<12} {row['created']}  {vault}  {row['label']}")
         if not rows:
             print(f"no tokens; `vault-index token new --role {hint_role(None)}` makes one", file=sys.stderr)
     return 0
@@ -126,11 +130,19 @@ def _show(args, token: str, record) -> int:
     return 0
 
 
+def served(folder: str | None) -> Path:
+    """The folder `serve --http` would serve from here (`--vault`, else the project's vault or
+    folder): the vault a new token is bound to, and the one whose tokens a server accepts."""
+    from vault_index.services import workspace
+
+    start = Path(folder).expanduser().resolve() if folder else None
+    return workspace.served_root(workspace.find(start=start), folder)
+
+
 def _vault(folder: str | None):
-    from vault_index.config import project_dir
     from vault_index.services.vault.vault import Vault
 
-    return Vault.open(Path(folder) if folder else project_dir())
+    return Vault.open(served(folder))
 
 
 def _check_role(args) -> None:
@@ -159,10 +171,13 @@ def add_parsers(sub, common) -> None:
     new = tsub.add_parser("new", parents=[common], help="make a token for a role; printed once, stored hashed")
     new.add_argument("--role", required=True, help="a role of the vault's .vault-index/config.yaml (owner by default)")
     new.add_argument("--label", help="a note to recognise it by (e.g. laptop, claude.ai)")
-    new.add_argument("--vault", metavar="DIR", help="the vault whose roles it names (default: the project folder)")
+    new.add_argument("--vault", metavar="DIR", help="the vault it opens and whose roles it names (default: the "
+                     "project's vault or folder, as `serve --http` there serves it)")
     tsub.add_parser("list", parents=[common], help="ids, roles and labels (never the tokens)")
     revoke = tsub.add_parser("revoke", parents=[common], help="stop a token and every OAuth grant it approved")
     revoke.add_argument("id")
     rotate = tsub.add_parser("rotate", parents=[common], help="a new token with the same role; the old one stops")
     rotate.add_argument("id")
+    rotate.add_argument("--vault", metavar="DIR", help="for a token made before tokens named their vault: the vault "
+                        "the new one opens (default: as for `new`)")
     p.set_defaults(run=cmd_token)

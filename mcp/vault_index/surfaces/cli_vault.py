@@ -22,6 +22,7 @@ from vault_index.surfaces.cli_common import (
     _note,
     _open,
     _read_text,
+    typed_path,
 )
 from vault_index.surfaces.cli_edit import add_parsers as add_edit_parsers
 
@@ -64,7 +65,7 @@ def cmd_read(app, args) -> int:
     from vault_index.surfaces.outcomes import is_outcome, jsonable, outcome_dict
 
     vault, caller = _open(app, args)
-    view = app.writer(vault).read(caller, args.path)
+    view = app.writer(vault).read(caller, typed_path(app, args.path, vault.root))
     if is_outcome(view):
         return _finish(args, outcome_dict(view))
     data = {"collection": view.collection, "frontmatter": view.frontmatter, "body": view.body,
@@ -88,7 +89,8 @@ def _write(app, args, op: str, **fields) -> int:
     from vault_index.surfaces.outcomes import outcome_dict
 
     vault, caller = _open(app, args)
-    request = WriteRequest(op=op, path=args.path, base_version=getattr(args, "base_version", None),
+    path = typed_path(app, args.path, vault.root, for_write=True)  # every form a tool takes (issue 39)
+    request = WriteRequest(op=op, path=path, base_version=getattr(args, "base_version", None),
                            request_id=getattr(args, "request_id", None), **fields)
     out = outcome_dict(app.writer(vault).write(caller, request))
     _list_hints(out, getattr(args, "set", None))

@@ -54,9 +54,10 @@ def security_settings(config: HttpConfig):
 class BearerVerifier:
     """The SDK's TokenVerifier: a bearer token from the store, or an OAuth access token we signed."""
 
-    def __init__(self, store: TokenStore, oauth: OwnerOAuth | None, resource: str | None = None):
+    def __init__(self, store: TokenStore, oauth: OwnerOAuth | None, resource: str | None = None, *, vault):
         self.store, self.oauth = store, oauth
         self.resource = resource  # this server's own tokens are for this server (RFC 8707 check below)
+        self.vault = vault  # and only tokens made for the vault it serves (one index serves several)
 
     async def verify_token(self, token: str):
         from mcp.server.auth.provider import AccessToken
@@ -64,7 +65,7 @@ class BearerVerifier:
         if self.oauth is not None and token.startswith("vio."):
             return await self.oauth.load_access_token(token)
         try:
-            record = self.store.lookup(token)
+            record = self.store.lookup(token, self.vault)
         except VaultIndexError as exc:  # a damaged token file: refuse everyone, say why in the log
             logging.getLogger(__name__).error("token store unreadable, every request is refused: %s", exc)
             return None
@@ -192,13 +193,15 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
     from starlette.middleware.authentication import AuthenticationMiddleware
     from starlette.routing import Route
 
+    from vault_index.services.workspace import served_root
     from vault_index.surfaces.tools import build_server
 
     store = TokenStore(config.credentials)
-    oauth = (OwnerOAuth(store, config.base_url, resource=config.base_url + MCP_PATH,
+    server = build_server(app, memory_file, http_caller_factory, vault_root=vault_root)
+    vault = served_root(app.workspace, vault_root)  # as build_server chose it: the vault tokens must name
+    oauth = (OwnerOAuth(store, config.base_url, resource=config.base_url + MCP_PATH, vault=vault,
                         **({"clock": clock} if clock else {}))
              if config.oauth else None)
-    server = build_server(app, memory_file, http_caller_factory, vault_root=vault_root)
     # The SDK builds its session manager (both eras) here; we take its handler, not its routes,
     # so our auth and era routing sit in front of it.
     server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security_settings(config),
@@ -224,7 +227,7 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
 
     starlette = Starlette(routes=routes, lifespan=lifespan, middleware=[
         Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(
-            BearerVerifier(store, oauth, str(resource)), resource_server_url=resource)),
+            BearerVerifier(store, oauth, str(resource), vault=vault), resource_server_url=resource)),
         Middleware(AuthContextMiddleware)])
     return Guard(starlette, config, security_settings(config))
 
@@ -234,11 +237,12 @@ def serve_http(config: HttpConfig, memory_file=None, vault_root=None, watch: boo
     import uvicorn
 
     from vault_index.services.app import App
+    from vault_index.services.workspace import served_root
     from vault_index.surfaces.http_server import uvicorn_options
     from vault_index.surfaces.shutdown import leave_if_still_embedding, stop_watcher
 
-    check_startup(config, TokenStore(config.credentials))
     app = App.open(start=vault_root)
+    check_startup(config, TokenStore(config.credentials), vault=served_root(app.workspace, vault_root))
     stop = watcher = None
     try:
         asgi = build_http_app(app, config, memory_file, vault_root)

@@ -47,13 +47,19 @@ class HttpConfig:
         return f"{scheme}://{host}:{self.port}"
 
 
-def check_startup(config: HttpConfig, store: TokenStore, role_hint: str = "ROLE") -> None:
+def check_startup(config: HttpConfig, store: TokenStore, role_hint: str = "ROLE", *, vault: Path) -> None:
     """Refuse to start where a vault would reach a network unprotected (a UsageError says what to do).
 
-    `role_hint`: a role of the served vault for the "make a token" hint (cli_http.hint_role)."""
-    if not store.records():
-        raise UsageError("no token yet: the HTTP server never starts unauthenticated. Create one with "
-                         f"`vault-index token new --role {role_hint}` (printed once) and start again")
+    `role_hint`: a role of the served vault for the "make a token" hint (cli_http.hint_role);
+    `vault`: the folder served, whose tokens alone open it (services/access/tokens.py)."""
+    if not store.for_vault(vault):
+        others = len(store.records())
+        why = (f" ({others} token(s) exist, but a token opens only the vault it was made for, and none was made "
+               f"for {vault}; tokens made before this rule open nothing: `vault-index token rotate ID` in the "
+               "vault binds one)") if others else ""
+        raise UsageError(f"no token yet for this vault{why}: the HTTP server never starts unauthenticated. Create "
+                         f"one with `vault-index token new --role {role_hint}` in the vault (printed once) and "
+                         "start again")
     if not is_loopback(config.host) and not config.tls_cert and not config.behind_tls_proxy:
         raise UsageError(f"{config.host} is not a loopback address and there is no TLS: give --tls-cert and "
                          "--tls-key, or --behind-tls-proxy when a proxy (Caddy, a tunnel) terminates TLS")

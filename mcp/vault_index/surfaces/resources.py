@@ -1,7 +1,7 @@
 """MCP resources: every indexed note, a template to name any note, and a guide to this memory.
 
 - `vault-index://note/{+path}`: a note by its path relative to its source (or absolute, for a
-  note whose relative path an earlier source shadows; or any path get_note accepts). Reading one
+  note whose relative path another source holds too; or any path get_note accepts). Reading one
   calls the get_note tool itself (surfaces/tools.py), so a resource answers exactly what get_note
   answers: the same grants, the same refusals with the same words (secrets, hidden, outside,
   missing), the same bounded window (MAX_NOTE_LINES lines, MAX_NOTE_CHARS characters).
@@ -60,6 +60,7 @@ def listed_notes(app: App) -> list[tuple[str, str]]:
     """(real path, path for its URI) of every indexed note, in the order get_note looks them up:
     sources in the store's order, so a relative path names the note get_note would open."""
     seen: set[str] = set()
+    twice: set[str] = set()
     listed: set[int] = set()
     notes = []
     visible, sees = app.visible_roots(), app.sees_path()  # this workspace's notes only (ADR 0020)
@@ -72,10 +73,10 @@ def listed_notes(app: App) -> list[tuple[str, str]]:
             if sees is not None and not sees(real):
                 continue
             rel = real if file_root else os.path.relpath(real, root)
-            shown = real if rel in seen or rel.startswith("..") else rel
-            seen.add(rel)
-            notes.append((real, shown))
-    return notes
+            notes.append((real, rel))
+            (twice if rel in seen else seen).add(rel)
+    # a relative path two sources hold names both (services/boundary: an error): each goes by its real path
+    return [(real, real if rel in twice or rel.startswith("..") else rel) for real, rel in notes]
 
 
 def note_text(note) -> str:

@@ -16,14 +16,16 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 from vault_index.config import content_dir, project_dir
-from vault_index.errors import VaultIndexError
+from vault_index.errors import AmbiguousPathError, NotFoundError, OutsideSourcesError, VaultIndexError
+from vault_index.services import boundary
 from vault_index.services.access.access import Scope, is_indexed, scope_for
 from vault_index.services.app import App
 from vault_index.services.curation import adr, curation
 from vault_index.services.curation.recent import recent_activity
-from vault_index.services.workspace import other_vault, refuse_other_vault
+from vault_index.services.workspace import other_vault
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.denied import denied_outcome, denied_text
+from vault_index.surfaces.outcomes import is_outcome
 from vault_index.surfaces.tool_inputs import CallerFactory
 from vault_index.surfaces.vaults import _Vaults
 
@@ -59,6 +61,12 @@ class ToolContext:
                 tool, inputs = tool_errors.calling_tool()
                 tool_errors.log_failure(tool, exc)
                 raise ToolError(tool_errors.unexpected_failure(tool, inputs, exc)) from exc
+
+    def locked(self, fn, *args, **kwargs):
+        """`fn` under the shared connection's lock, its errors as they are (for a callback that the
+        caller turns into its own answer)."""
+        with self.lock:
+            return fn(*args, **kwargs)
 
     def adopt(self) -> None:
         """Index the project's docs/ and notes/ before the first answer (after the handshake, so
@@ -115,26 +123,55 @@ class ToolContext:
         return vault, caller, scope_for(vault, vault.grants(caller.role))
 
     def who_at(self, ctx, path: str):
-        """who(), for a note at `path`: an absolute path inside a visible source outside this
-        vault (the person's own notes, from a project) is written in that folder, under the
-        local person's default role there (ADR 0020); (vault, caller, scope, path in that vault)."""
-        app, call = self.app, self.call
+        """who(), for a note at `path` as the one boundary resolves it (services/boundary.py): (vault,
+        caller, scope, path in that vault), or the not_found outcome a missing note gets when the
+        workspace does not see where `path` leads (another project's source, an init vault that is
+        not this one, reached by name or through a symlink). A path in a visible source outside this
+        vault (the person's own notes, from a project) is written in that folder, under the local
+        person's default role there (ADR 0020); one outside everything seen goes on as given, and
+        the write service refuses it as outside the vault."""
         vault, caller, scope = self.who(ctx)
-        given = Path(os.path.normpath(os.path.expanduser(path)))
-        call(refuse_other_vault, vault.root, path)
-        if not given.is_absolute() or app.workspace.kind == "vault" or given.is_relative_to(vault.root):
-            return vault, caller, scope, path
-        sees = call(app.sees_path)
-        root = next((Path(r) for r in call(app.roots) if given.is_relative_to(r) and Path(r).is_dir()), None)
-        if root is None or (sees is not None and not sees(str(given))):  # e.g. a vault in a personal folder
+        root = Path(vault.root)
+        placed = self.within(root, path)
+        if is_outcome(placed) or not os.path.isabs(placed) or self.app.workspace.kind == "vault":
+            return placed if is_outcome(placed) else (vault, caller, scope, placed)
+        with self.lock:
+            holder = next((Path(r) for r in map(boundary.real, self.app.roots())
+                           if Path(placed).is_relative_to(r) and Path(r).is_dir()), None)
+        if holder is None:
             return vault, caller, scope, path  # the write service refuses it as outside the vault
         try:
-            other = self.elsewhere.setdefault(root, _Vaults(app, root)).get()
+            other = self.elsewhere.setdefault(holder, _Vaults(self.app, holder)).get()
         except VaultIndexError as exc:
             raise ToolError(str(exc)) from exc
-        call(refuse_other_vault, root, str(given))
         caller = self.caller_factory(other, ctx)
-        return other, caller, scope_for(other, other.grants(caller.role)), str(given.relative_to(root))
+        return other, caller, scope_for(other, other.grants(caller.role)), str(Path(placed).relative_to(holder))
+
+    def within(self, root: Path, path: str):
+        """`path` (relative to `root`, or absolute) for the write service of the vault at `root`: its
+        path inside `root` when the workspace sees it there; the real path when it lies in another
+        folder the workspace sees; `path` as given when it lies outside all of them (the service
+        refuses it); the not_found outcome of a missing note when the workspace does not see it."""
+        from vault_index.services.vault.vault import not_visible
+        from vault_index.services.writes.write_types import WriteOutcome
+
+        root = boundary.real(root)
+        with self.lock:
+            try:
+                real = boundary.resolve(self.app, path, base=root, for_write=True)
+            except OutsideSourcesError:
+                return path
+            except AmbiguousPathError as exc:  # names two files: the agent picks one of those listed
+                raise ToolError(str(exc)) from exc
+            except NotFoundError:  # hidden: answered as missing, its path shown as a missing one's
+                given = Path(os.path.expanduser(path))  # as written: never where a link leads
+                given = Path(os.path.normpath(given if given.is_absolute() else root / given))
+                holder = next((r for r in [root, *map(Path, self.app.roots())] if given.is_relative_to(r)), None)
+                rel = given.relative_to(holder).as_posix() if holder is not None else path
+                return WriteOutcome("not_found", rel, not_visible(rel))
+        if real != root and real.is_relative_to(root):
+            return real.relative_to(root).as_posix()
+        return str(real)
 
     @staticmethod
     def need_read(scope: Scope, caller) -> None:

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 from mcp.server import MCPServer
 
 from vault_index import __version__
-from vault_index.config import content_dir
 from vault_index.errors import VaultIndexError
 from vault_index.services.access.access import scope_for
 from vault_index.services.app import App
 from vault_index.services.graph import graph as graph_service
+from vault_index.services.workspace import served_root
 from vault_index.surfaces.vaults import _Vaults
 
 if TYPE_CHECKING:
@@ -125,8 +125,7 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
         caller_factory = stdio_caller_factory()
     if vault_root:  # the server serves that vault (or project): its workspace decides what is seen
         app.serve_from(Path(vault_root).expanduser().resolve())
-    home = app.workspace.root if app.workspace.kind == "vault" else content_dir()
-    vaults = _Vaults(app, Path(vault_root).expanduser().resolve() if vault_root else home)
+    vaults = _Vaults(app, served_root(app.workspace, vault_root))
     text = instructions_text or instructions(app.status() if _reads_all(vaults, caller_factory) else None,
                                              memory_file, app.fact_visible())
     server = _Server("vault-index", version=__version__, instructions=text)

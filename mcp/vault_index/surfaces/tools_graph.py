@@ -54,9 +54,17 @@ def graph_create(
     sources = {graph_source(f.source, base) for f in facts}
     if not all(scope.can_write(s) for s in sources):
         raise ToolError(denied_text(caller, "write on the collection of every fact's source"))
-    result = tc.call(partial(graph_service.create, base=base, roots=tc.graph_roots()), tc.memory_file,
-                  [e.model_dump() for e in entities], [o.model_dump() for o in observations],
-                  [r.model_dump(by_alias=True) for r in relations], guard=tc.graph_lock)
+    roots = tc.graph_roots()
+    # Trigger: graph_create answered "already in the graph" for a hidden project's entity and the very
+    # text of its observations, and took a hidden note as a fact's source. Why: it checked names and
+    # duplicates against the whole file. Outcome: it sees the facts this workspace sees, and each
+    # source goes through the one boundary (services/boundary.py); hidden reads as missing.
+    with tc.lock:
+        visible = tc.app.fact_visible()
+    admit = partial(tc.locked, tc.app.resolve, base=roots, for_write=True)
+    result = tc.call(partial(graph_service.create, base=base, roots=roots, visible=visible, admit=admit),
+                     tc.memory_file, [e.model_dump() for e in entities], [o.model_dump() for o in observations],
+                     [r.model_dump(by_alias=True) for r in relations], guard=tc.graph_lock)
     return GraphCreateOut(**result)
 
 

@@ -13,10 +13,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from vault_index.errors import NotFoundError
-from vault_index.services.access.access import note_target
+from vault_index.services import boundary
 from vault_index.services.graph import linkgraph
-from vault_index.services.workspace import refuse_other_vault
 from vault_index.surfaces.outcomes import is_outcome, jsonable
 from vault_index.surfaces.shapes import (
     OutcomeOut,
@@ -35,7 +33,10 @@ from vault_index.surfaces.tool_inputs import (
 def note_read(tc: ToolContext, path: NotePath, ctx: Context, history: bool = False) -> OutcomeOut:
     """Read a vault note: body, frontmatter, validation problems, decay and version (pass it
         back as base_version). history=true adds its write history."""
-    vault, caller, scope, path = tc.who_at(ctx, path)
+    placed = tc.who_at(ctx, path)
+    if is_outcome(placed):  # where it leads is not seen here: the answer a missing note gets
+        return outcome_out(placed)
+    vault, caller, scope, path = placed
     view = tc.call(tc.writer_for(vault).read, caller, path)
     if is_outcome(view):
         return outcome_out(view)
@@ -69,9 +70,14 @@ def note_write(
         append, prepend, replace_section, find_replace, move (links follow), promote, deprecate."""
     from vault_index.services.writes.edit_ops import write_op
 
-    vault, caller, scope, path = tc.who_at(ctx, path)
-    if new_path:
-        tc.call(refuse_other_vault, vault.root, new_path)  # a move into a vault is a write there
+    placed = tc.who_at(ctx, path)
+    if is_outcome(placed):  # where it leads is not seen here: the answer a missing note gets
+        return outcome_out(placed)
+    vault, caller, scope, path = placed
+    if new_path:  # a move's new name: through the same boundary, inside the note's vault
+        new_path = tc.within(vault.root, new_path)
+        if is_outcome(new_path):
+            return outcome_out(new_path)
     writer = tc.writer_for(vault)
     return outcome_out(tc.call(partial(write_op, body=body, frontmatter=frontmatter, base_version=base_version,
                                     reason=reason, superseded_by=superseded_by, request_id=request_id,
@@ -95,8 +101,8 @@ def note_links(
         (near in meaning and in links; a query works too)."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
-    if path and not scope.can_read(tc.call(note_target, tc.app, path)):
-        raise ToolError(str(NotFoundError(f"{path} is not a file in the index sources")))
+    if path and not scope.can_read(tc.call(partial(boundary.resolve, served=True), tc.app, path)):
+        raise ToolError(boundary.unseen(path))
     out = tc.call(partial(linkgraph.note_links, query=query, depth=depth, types=types, limit=limit,
                        can_read=scope.can_read), tc.app, direction, path)
     return OutcomeOut(status="ok", message=f"{len(out['results'])} {direction}", path=out["note"] or "",

@@ -13,8 +13,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from vault_index.errors import NotFoundError
-from vault_index.services.access.access import granted_filters, note_target
+from vault_index.services import boundary
+from vault_index.services.access.access import granted_filters
 from vault_index.services.app import MAX_NOTE_LINES
 from vault_index.services.search.per_note import PER_NOTE_DEFAULT, section_dict
 from vault_index.services.search.search import MAX_LIMIT, Filters
@@ -86,9 +86,9 @@ def get_note(
     """Read a window of lines of a note inside a registered source."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
-    real = tc.call(note_target, tc.app, path)
+    real = tc.call(partial(boundary.resolve, served=True), tc.app, path)  # missing and hidden: one answer
     if not scope.can_read(real):  # the very answer a missing file gets
-        raise ToolError(str(NotFoundError(f"{path} is not a file in the index sources")))
+        raise ToolError(boundary.unseen(path))
     return NoteOut(**tc.call(tc.app.get_note, str(real), start_line, max_lines))
 
 

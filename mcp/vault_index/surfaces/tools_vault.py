@@ -15,6 +15,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from vault_index.services.curation import adr, curation, lessons
+from vault_index.surfaces.outcomes import is_outcome
 from vault_index.surfaces.shapes import (
     AdrOut,
     LessonOut,
@@ -113,8 +114,11 @@ def tension_log(
 ) -> OutcomeOut:
     """Record a contradiction between two notes in tensions.md (committed; resolves nothing)."""
     vault, caller, scope = tc.who(ctx)
+    named = [tc.within(vault.root, path) for path in (a, b)]  # the one boundary: hidden reads as missing
+    if hidden := next((n for n in named if is_outcome(n)), None):
+        return outcome_out(hidden)
     return outcome_out(tc.call(partial(curation.log_tension, request_id=request_id),
-                            tc.writer_for(vault), vault, caller, a, b, description))
+                            tc.writer_for(vault), vault, caller, *named, description))
 
 
 def vault_review(

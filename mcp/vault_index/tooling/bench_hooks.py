@@ -273,6 +273,8 @@ def bench_prompt_hook(args, workdir: Path, pct, write_vault) -> dict:
     runs = PROMPT_RUNS_QUICK if args.quick else PROMPT_RUNS
     project, db = workdir / "prompt-project", workdir / "prompt-index.db"
     (project / ".claude").mkdir(parents=True, exist_ok=True)
+    # without the server the hook is silent by default; the bench times its keyword search instead
+    (project / ".claude" / "handoff.json").write_text('{"prompt_recall_keywords": true}', encoding="utf-8")
     facts = write_vault(project / "notes", chunks, seed=9)
     store = Store(db)
     indexer.sync(store, Models.fixed(None), [str(project / "notes")], embed=False)

@@ -207,7 +207,7 @@ def bench_http(clients: int = DEFAULT_CLIENTS, searches: int = DEFAULT_SEARCHES,
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vault-index-bench-http-"))
     embed_model = embed_model or os.environ.get("VAULT_BENCH_EMBED_MODEL") or "none"
     vault, env = _prepare(workdir, notes, embed_model)
-    token, _ = TokenStore(credentials_dir(workdir / "index.db")).new("owner", "bench")
+    token, _ = TokenStore(credentials_dir(workdir / "index.db")).new("owner", "bench", vault=vault)
     rng = random.Random(7)
     queries = _queries(rng, searches)
     paths = [f"bench/w{i:05d}.md" for i in range(writes)]

@@ -25,12 +25,14 @@ import ctypes
 import errno
 import os
 import secrets
+import stat
 import sys
 import time
 from contextlib import suppress
 from dataclasses import dataclass
 
 from vault_index.engine.files import fileio
+from vault_index.errors import ReadOnlyNoteError
 
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _LEASE_TRIES = 50  # x 1 ms: an in-place save in progress has this long to close its file
@@ -81,7 +83,11 @@ def rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> bool:
 
 
 def replace_unchanged(dir_fd: int, name: str, data: bytes, mode: int | None, expected: bytes | None) -> Changed | None:
-    """Put `data` at `name` only if it still holds `expected` (None: does not exist). None when done."""
+    """Put `data` at `name` only if it still holds `expected` (None: does not exist). None when done.
+
+    Raises ReadOnlyNoteError, before anything is written, when the note is read-only (`refuse_read_only`)."""
+    if expected is not None:
+        refuse_read_only(dir_fd, name)
     fileio._sweep_temps(dir_fd, name)
     temp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     _write_temp(dir_fd, temp, data, mode)
@@ -99,6 +105,34 @@ def replace_unchanged(dir_fd: int, name: str, data: bytes, mode: int | None, exp
             os.unlink(temp, dir_fd=dir_fd)
         with suppress(OSError):
             os.fsync(dir_fd)
+
+
+def read_only(info: os.stat_result) -> bool:
+    """Whether this user may not write the file, as its permission bits say (the owner's, the group's
+    or the others' bits, whichever apply); an editor refuses to save such a file unless forced."""
+    if not hasattr(os, "geteuid"):  # Windows: the read-only attribute clears every write bit
+        return not info.st_mode & stat.S_IWUSR
+    if info.st_uid == os.geteuid():
+        return not info.st_mode & stat.S_IWUSR
+    if info.st_gid == os.getegid() or info.st_gid in os.getgroups():
+        return not info.st_mode & stat.S_IWGRP
+    return not info.st_mode & stat.S_IWOTH
+
+
+def refuse_read_only(dir_fd: int, name: str, shown: str | None = None) -> None:
+    """ReadOnlyNoteError when `name` in the folder is read-only for this user.
+
+    Trigger: a note the person made read-only (`chmod a-w`) was still edited: the atomic replace
+    renames a new file over it, which the folder's permission allows. Why: read-only is the person
+    saying "do not change this", and every editor honours it. Outcome: every write refuses it, even
+    as root (whose writes no permission stops), and says how to allow it."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if read_only(info):
+        raise ReadOnlyNoteError(f"{shown or 'the note'} is read-only (its permissions allow no writes); "
+                                "vault-index changes it only once you make it writable again (chmod u+w)")
 
 
 def _write_temp(dir_fd: int, temp: str, data: bytes, mode: int | None) -> None:

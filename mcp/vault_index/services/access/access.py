@@ -95,25 +95,6 @@ def scope_for(vault, grants) -> Scope:
     return Scope(Path(os.path.realpath(vault.root)), frozenset(grants.read), frozenset(grants.write))
 
 
-def note_target(app, path: str) -> Path:
-    """The real path `get_note` would serve for `path` (absolute, or relative to a source).
-
-    Resolved before any grant check or read, so a path the caller may not read can be answered
-    exactly as a missing one: nothing about the file itself is looked at first.
-    """
-    from vault_index.engine.files.sources import resolve_inside
-    from vault_index.errors import NotFoundError
-
-    roots = app.roots()  # the sources of this workspace only (ADR 0020)
-    if not roots:
-        raise NotFoundError("no sources are registered; index a folder first")
-    real = resolve_inside(path, roots)
-    sees = app.sees_path()
-    if sees is not None and not sees(str(real)):  # a hidden source nested in a visible one
-        raise NotFoundError(f"{path} is not a file in the index sources")
-    return real
-
-
 def is_indexed(app, path: str | Path) -> bool:
     """Whether the index holds `path` now (a written file under no registered source is not)."""
     return app.store.file_record(os.path.realpath(os.fspath(path))) is not None

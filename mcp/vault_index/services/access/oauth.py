@@ -8,8 +8,9 @@ we can decide:
 - redirect allowlist: https on claude.ai / claude.com (and their subdomains), or a loopback host
   (http allowed there); anything else is refused at registration and again at /authorize;
 - the consent step: a page asks for the owner secret, a bearer token from `vault-index token new`
-  (compared in constant time, services/access/tokens.py); the approving token's role becomes the grant's
-  role, so an OAuth client never gets more than the secret it was approved with;
+  (compared in constant time, services/access/tokens.py) made for the vault this server serves; the
+  approving token's role becomes the grant's role, so an OAuth client never gets more than the
+  secret it was approved with, and a grant works only while that token exists, on its vault's server;
 - codes: 256 random bits, single use (popped), 5 minutes;
 - access tokens: 15 minutes; refresh tokens: 30 days, single use (a refresh returns a new pair);
   both are bound to this server's resource (RFC 8707), and a rotated refresh token presented again
@@ -37,6 +38,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from mcp.server.auth.provider import (
@@ -134,8 +136,10 @@ class Claims:
 class OwnerOAuth:
     """The provider the SDK's auth routes call (OAuthAuthorizationServerProvider), plus consent."""
 
-    def __init__(self, store: TokenStore, issuer_url: str, clock=time.time, resource: str | None = None):
+    def __init__(self, store: TokenStore, issuer_url: str, clock=time.time, resource: str | None = None, *,
+                 vault: str | Path):
         self.store, self.issuer = store, issuer_url.rstrip("/")
+        self.vault = vault  # the served vault's folder: only its tokens approve, only their grants work
         self.resource = (resource or self.issuer + RESOURCE_PATH).rstrip("/")
         self.clock = clock
         self._registered: deque[float] = deque()  # registration times within the window
@@ -253,7 +257,7 @@ class OwnerOAuth:
         found = self.pending(request_id)
         if found is None:
             return None, "this approval request is unknown or expired; start the connection again"
-        record = self.store.lookup(secret)
+        record = self.store.lookup(secret, self.vault)  # another vault's token is a wrong secret here
         with self._lock:
             if record is None:
                 if found.attempts + 1 >= MAX_CONSENT_ATTEMPTS:
@@ -340,7 +344,8 @@ class OwnerOAuth:
     # --- signing ---------------------------------------------------------------------------------
 
     def _live(self, token_id: str) -> TokenRecord | None:
-        return self.store.get(token_id)
+        """The approving token, while it exists and was made for this server's vault."""
+        return self.store.get(token_id, self.vault)
 
     def _signing_key(self, record: TokenRecord) -> bytes:
         return hmac.new(self._key, record.sha256.encode(), hashlib.sha256).digest()

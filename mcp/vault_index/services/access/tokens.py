@@ -11,6 +11,11 @@ credentials should not travel with it, and the tokens belong to this machine's s
 The same folder holds the OAuth signing key and the registered OAuth clients (services/access/oauth.py).
 Every OAuth token is signed with a key derived from the token that approved it, so revoking or
 rotating that token invalidates every OAuth token it granted.
+
+A token is bound to the vault it was made for (the real path of the folder `serve --http` serves):
+one index, and so one credentials folder, serves several vaults, and a token of one must not open
+another (issue 36). `lookup` finds a token only among its vault's; a token made before tokens named
+their vault (no `vault`) opens nothing until it is rotated.
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ class TokenRecord:
     sha256: str
     created: str
     label: str = ""
+    vault: str = ""  # the real path of the vault it opens; "" for a token made before binding: none
+
+
+def vault_key(root: str | Path) -> str:
+    """How a token names its vault: the real path of the vault's folder."""
+    return os.path.realpath(os.path.expanduser(os.fspath(root)))
 
 
 def credentials_dir(db_path: str | Path) -> Path:
@@ -75,34 +86,42 @@ class TokenStore:
             raise UsageError(f"{self.path} is not a token file ({exc}); move it away and create tokens "
                              "again with `vault-index token new --role NAME`") from exc
 
-    def lookup(self, token: str) -> TokenRecord | None:
-        """The record of a presented token, or None.
+    def lookup(self, token: str, vault: str | Path) -> TokenRecord | None:
+        """The record of a presented token made for `vault` (its folder), or None.
 
         Every stored hash is compared with `hmac.compare_digest`, and the loop never stops early, so
-        the time taken does not tell how much of a guess matched, nor which record it was.
+        the time taken does not tell how much of a guess matched, nor which record it was. A token
+        of another vault is None as an unknown one is: nothing says it exists.
         """
         if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS:
             return None
-        presented = digest(token)
+        presented, key = digest(token), vault_key(vault)
         found = None
         for record in self.records():
-            if hmac.compare_digest(presented, record.sha256):
+            if hmac.compare_digest(presented, record.sha256) and record.vault == key:
                 found = record
         return found
 
-    def get(self, token_id: str) -> TokenRecord | None:
-        return next((r for r in self.records() if r.id == token_id), None)
+    def get(self, token_id: str, vault: str | Path | None = None) -> TokenRecord | None:
+        """The record of `token_id`; with `vault`, only when it was made for that vault."""
+        key = None if vault is None else vault_key(vault)
+        return next((r for r in self.records() if r.id == token_id and key in (None, r.vault)), None)
+
+    def for_vault(self, vault: str | Path) -> list[TokenRecord]:
+        key = vault_key(vault)
+        return [r for r in self.records() if r.vault == key]
 
     # --- changing ------------------------------------------------------------------------------
 
-    def new(self, role: str, label: str = "") -> tuple[str, TokenRecord]:
-        """A fresh token for `role`: (the token, shown once; its stored record)."""
+    def new(self, role: str, label: str = "", *, vault: str | Path) -> tuple[str, TokenRecord]:
+        """A fresh token for `role` in `vault` (its folder): (the token, shown once; its stored record)."""
         if not role or not role.strip():
             raise UsageError("a token needs a role: --role NAME (a role of the vault's .vault-index/config.yaml)")
         token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
         hashed = digest(token)
         record = TokenRecord(id=hashed[:ID_CHARS], role=role.strip(), sha256=hashed,
-                             created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), label=label)
+                             created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), label=label,
+                             vault=vault_key(vault))
         with self._locked():
             self._save([*self.records(), record])
         return token, record
@@ -116,12 +135,16 @@ class TokenStore:
             self._save([r for r in records if r.id != token_id])
         return gone
 
-    def rotate(self, token_id: str) -> tuple[str, TokenRecord]:
-        """A new token with the old one's role and label; the old one (and its OAuth grants) stop working."""
+    def rotate(self, token_id: str, vault: str | Path | None = None) -> tuple[str, TokenRecord]:
+        """A new token with the old one's role, label and vault (`vault` for a token made before binding);
+        the old one (and its OAuth grants) stop working."""
         old = self.get(token_id)
         if old is None:
             raise UsageError(f"no token with id {token_id}; `vault-index token list` shows the ids")
-        token, record = self.new(old.role, old.label)
+        if not (old.vault or vault):
+            raise UsageError(f"token {token_id} names no vault (made before tokens were bound); rotate it in its "
+                             "vault's folder, or give --vault DIR")
+        token, record = self.new(old.role, old.label, vault=old.vault or vault)
         self.revoke(token_id)
         return token, record
 

@@ -168,7 +168,10 @@ def load(path: str | Path, visible: Callable[[str], bool] | None = None) -> Grap
     """The graph in `path` (empty when the file does not exist). Never writes. `visible(source)`:
     keep only the facts whose source note the caller's workspace sees (ADR 0020)."""
     path = Path(path).expanduser()
-    graph = _parse(_read(path), path)
+    return _seen(_parse(_read(path), path), visible)
+
+
+def _seen(graph: Graph, visible: Callable[[str], bool] | None) -> Graph:
     if visible is None:
         return graph
     kept = Graph()
@@ -190,8 +193,13 @@ def _label(fact: dict) -> str:
 
 
 def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Path | None,
-           roots: Sequence[str | Path] | None = None) -> dict:
-    """Check every (where, kind, item), then append the new facts in one atomic replace."""
+           roots: Sequence[str | Path] | None = None, visible: Callable[[str], bool] | None = None,
+           admit: Callable[[Path], Path] | None = None) -> dict:
+    """Check every (where, kind, item), then append the new facts in one atomic replace.
+
+    `visible(source)`: the facts the caller's workspace sees; names are looked up and duplicates
+    found among those only, so an answer never tells what a hidden fact says (issue 36). `admit`:
+    the one boundary, applied to each new fact's source (graph_rules.check_source)."""
     path = Path(path).expanduser()
     base = Path(base).expanduser() if base else Path.cwd()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -201,10 +209,10 @@ def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Pat
     def change(text: str) -> str:
         added.clear()
         skipped.clear()
-        graph = _parse(text, path)
+        graph = _seen(_parse(text, path), visible)
         # entities first, so observations and relations in the same call can name them
         for where, kind, item in sorted(items, key=lambda entry: entry[1] != "entity"):
-            fact = build_fact(graph, kind, item, where, base, roots, stamp)
+            fact = build_fact(graph, kind, item, where, base, roots, stamp, admit)
             if graph.has(fact):
                 skipped.append({"kind": kind, "fact": _label(fact), "reason": "already in the graph"})
                 continue
@@ -229,7 +237,8 @@ def _write(path: str | Path, items: list[tuple[str, str, dict]], base: str | Pat
 
 def create(path: str | Path, entities: Iterable[dict] = (), observations: Iterable[dict] = (),
            relations: Iterable[dict] = (), *, base: str | Path | None = None,
-           roots: Sequence[str | Path] | None = None) -> dict:
+           roots: Sequence[str | Path] | None = None, visible: Callable[[str], bool] | None = None,
+           admit: Callable[[Path], Path] | None = None) -> dict:
     """Add facts to the graph in `path`; all of them or, on any bad fact, none.
 
     Items use the file's field names: entities {name, entityType, source}, observations
@@ -237,12 +246,13 @@ def create(path: str | Path, entities: Iterable[dict] = (), observations: Iterab
     against `base` (default the working folder); with `roots` it must lie inside one of them, and
     in no hidden or secrets folder either way (graph_rules.check_source). Facts already present
     (same entity name, same observation text, same relation; case-insensitive names) are skipped.
+    `visible` and `admit`: what the caller's workspace sees (see `_write`).
     Returns {"memory_file", "added": {"entity": n, "observation": n, "relation": n}, "skipped": [...]}.
     """
     items = [(f"entities[{i}]", "entity", e) for i, e in enumerate(entities)]
     items += [(f"observations[{i}]", "observation", o) for i, o in enumerate(observations)]
     items += [(f"relations[{i}]", "relation", r) for i, r in enumerate(relations)]
-    return _write(path, items, base, roots)
+    return _write(path, items, base, roots, visible, admit)
 
 
 def import_reference(path: str | Path, jsonl_path: str | Path, source: str | Path | None = None) -> dict:

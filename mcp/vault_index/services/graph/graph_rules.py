@@ -8,7 +8,7 @@ graph would refuse.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vault_index.engine.files.sources import is_skipped_part  # no pathspec at import: fine on a bare python3
@@ -80,7 +80,7 @@ def check_text(item: dict, field: str, limit: int, where: str, multiline: bool =
 
 
 def build_fact(graph, kind: str, item: dict, where: str, base: Path, roots: Sequence[str | Path] | None,
-               stamp: str) -> dict:
+               stamp: str, admit: Callable[[Path], Path] | None = None) -> dict:
     """One checked fact of `kind` from a caller's item; `graph` (a graph.Graph) resolves the names."""
     if not isinstance(item, dict):
         raise GraphInputError(f"{where}: expected an object")
@@ -96,7 +96,7 @@ def build_fact(graph, kind: str, item: dict, where: str, base: Path, roots: Sequ
                 "from": _entity(graph, check_text(item, "from", MAX_NAME_CHARS, where), where, "from"),
                 "to": _entity(graph, check_text(item, "to", MAX_NAME_CHARS, where), where, "to"),
                 "relationType": check_text(item, "relationType", MAX_TYPE_CHARS, where)}
-    fact["source"] = check_source(item, where, base, roots)
+    fact["source"] = check_source(item, where, base, roots, admit)
     fact["created"] = stamp
     return fact
 
@@ -121,7 +121,8 @@ def hidden_part(path: Path, root: Path | None = None) -> bool:
     return any(is_skipped_part(part) for part in parts)
 
 
-def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path] | None) -> str:
+def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path] | None,
+                 admit: Callable[[Path], Path] | None = None) -> str:
     """The real path of a fact's source, which must be an existing file in an allowed place.
 
     With `roots`, the file must lie inside one of them (the agent's tools pass the project
@@ -148,8 +149,16 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
     if hidden:
         raise SourceOutsideError(f"{where}: source {raw!r} lies in a hidden or secrets folder; "
                                  "name a note outside it")
+    seen = True
+    if admit is not None:
+        # the one boundary (services/boundary.py): a file the caller's workspace does not see (another
+        # project's source, another vault) is answered as a missing one, never confirmed
+        try:
+            path = admit(path)
+        except VaultIndexError:
+            seen = False
     try:
-        exists = path.is_file()
+        exists = seen and path.is_file()
     except OSError:  # e.g. a name longer than the file system allows
         exists = False
     if not exists:

@@ -38,8 +38,6 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
 
     `can_read` drops paths the caller may not read (the MCP surface passes its scope's check).
     """
-    from vault_index.services.access.access import note_target
-
     if direction not in DIRECTIONS:
         raise UsageError(f"direction must be one of {', '.join(DIRECTIONS)}")
     limit = max(1, min(int(limit), MAX_RESULTS))
@@ -50,7 +48,11 @@ def note_links(app, direction: str, path: str | None = None, *, query: str | Non
 
         def can_read(path: Path) -> bool:
             return granted(path) and sees(str(path))
-    note = str(note_target(app, path)) if path else None
+    try:  # the one boundary (services/boundary.py): a hidden note is answered as a missing one
+        note = str(app.resolve(path, served=True)) if path else None
+    except NotFoundError:
+        raise NotFoundError(f"{path} is not a note in the index (check the path; a new note: "
+                            "`vault-index index`)") from None
     if note is None and (direction != "related" or not query):
         raise UsageError("name a note (path); `related` also takes a query instead")
     store = app.store

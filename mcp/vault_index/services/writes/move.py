@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.engine.files import fileio
+from vault_index.engine.files.guarded_replace import read_only
 from vault_index.engine.parsing import link_rewrite
 from vault_index.errors import UnsafePathError, WriteBusyError
 from vault_index.services.access import agent_memory
@@ -64,7 +65,14 @@ def move(service: WriteService, caller: Caller, request: MoveRequest) -> WriteOu
     if source.rel == target.rel:
         return WriteOutcome("unchanged", source.rel, f"{source.rel} is already at that path")
     root = service.vault.root
-    texts = _scan(root)
+    # Trigger: a move in project A rewrote links inside project B's hidden notes and named them in its
+    # answer, and a role got denied or written depending on whether a note it cannot read linked here.
+    # Why: every note of the folder was scanned. Outcome: only the notes the caller sees (its role's
+    # read grants, its workspace: services/boundary.seen) are read, resolved and rewritten.
+    grants = service.vault.grants(caller.role)
+    texts = {rel: text for rel, text in _scan(root).items()
+             if grants.can("read", rel.split("/")[0] if "/" in rel else "")
+             and (service.visible is None or service.visible(root / rel))}
     if source.rel not in texts:  # a note the walk skips (a templates folder) can still be moved
         data = _read_path(root, source.rel)
         if data is None:
@@ -144,6 +152,12 @@ def _locked(service, caller, request, source: Target, target: Target, folders: d
                                  "fix it by hand" for rel in rewrites if rel not in (*linkers, *kept, target.rel))]
     moved_text = _with_collection(service, rewrites[target.rel].text if target.rel in rewrites else texts[source.rel],
                                   target)
+    changing = [rel for rel in linkers if rel in rewrites]
+    if moved_text.encode("utf-8") != old_data[0]:
+        changing.append(source.rel)
+    if locked_rel := next((rel for rel in changing if current.get(rel) and read_only(current[rel][1])), None):
+        return WriteOutcome("refused", source.rel, f"nothing was moved: {locked_rel} is read-only (its permissions "
+                            "allow no writes) and the move would change it; make it writable (chmod u+w) first")
     intent = _intent(service, caller, request, source, target, old_data[0], moved_text, current, rewrites, linkers)
     try:  # on disk before the rename: a move cut short is finished by its retry or the next write
         service.requests.begin(intent)

@@ -53,9 +53,11 @@ class WriteService:
     """Holds the vault, the re-index callback and the clock; every write method runs `_pipeline`."""
 
     def __init__(self, vault: Vault, reindex: Callable[[Path], object] | None = None, *,
-                 clock: Callable[[], dt.date] = dt.date.today, lock_wait: float = fileio.LOCK_WAIT_S) -> None:
+                 clock: Callable[[], dt.date] = dt.date.today, lock_wait: float = fileio.LOCK_WAIT_S,
+                 visible: Callable[[Path], bool] | None = None) -> None:
         self.vault = vault
         self.reindex = reindex
+        self.visible = visible  # the notes the caller's workspace sees (services/boundary.seen); None: all
         self.clock = clock
         self.lock_wait = lock_wait
         self.requests = journal.RequestLog(vault.root)  # answers, the writes in flight, rejections

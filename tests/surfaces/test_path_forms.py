@@ -1,0 +1,177 @@
+"""Issue 39 item 4: every path-taking tool takes every form a person or a tool gives (absolute,
+relative to the project, relative to a source), decided once in services/boundary.resolve; the paths
+tools answer are taken back by every tool; a relative search path filter is found or refused by name.
+Tools are called as functions (surfaces/tool_context.py); the CLI through a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from helpers import CLI
+from mcp.server.mcpserver.exceptions import ToolError
+from vault_index.config import Settings
+from vault_index.services.app import App
+from vault_index.services.workspace import served_root
+from vault_index.services.writes.write import Caller
+from vault_index.surfaces import tools_graph, tools_notes, tools_search
+from vault_index.surfaces.tool_context import ToolContext, _Vaults
+
+
+@pytest.fixture
+def project(monkeypatch, tmp_path):
+    """Project P with its own docs/ (and docs/postmortems/); the person's ~/notes (with research/)
+    registered as personal; `dup.md` lies both in P/docs and in ~/notes."""
+    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR", "VAULT_ROLE"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
+    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
+    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
+    notes, p = home / "notes", tmp_path / "P"
+    for folder in (notes / "research", p / ".git", p / "docs" / "postmortems"):
+        folder.mkdir(parents=True)
+    (p / "docs" / "guide.md").write_text("# Guide\n\nthe okapi guide, see [dup](dup.md)\n")
+    (p / "docs" / "postmortems" / "outage.md").write_text("# Outage\n\nthe okapi outage\n")
+    (p / "docs" / "dup.md").write_text("# Dup P\n\nokapi twin one\n")
+    (notes / "research" / "r.md").write_text("# Research\n\nokapi research\n")
+    (notes / "dup.md").write_text("# Dup N\n\nokapi twin two\n")
+    monkeypatch.chdir(home)
+    person = App.open(Settings.from_env())
+    person.index([str(notes)])
+    person.close()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(p))
+    monkeypatch.chdir(p)
+    app = App.open(Settings.from_env())
+    app.adopt_workspace()
+    tc = ToolContext(app, tmp_path / "memory.jsonl", lambda vault, ctx: Caller.local(vault, agent="test"),
+                     _Vaults(app, served_root(app.workspace)))
+    yield {"tc": tc, "notes": notes, "p": p, "home": home, "tmp": tmp_path}
+    app.close()
+
+
+def _reads(tc, path: str) -> dict:
+    """What each reading tool answers for `path`: the note's real path, or the error."""
+    out = {}
+    for name, call in (("get_note", lambda: tools_search.get_note(tc, path, None).path),
+                       ("note_read", lambda: tools_notes.note_read(tc, path, None)),
+                       ("note_links", lambda: tools_notes.note_links(tc, None, "links", path).path)):
+        try:
+            out[name] = call()
+        except ToolError as exc:
+            out[name] = f"error: {exc}"
+    read = out["note_read"]
+    out["note_read"] = read if isinstance(read, str) else (read.status, read.path)
+    return out
+
+
+def test_every_note_tool_takes_absolute_project_and_source_relative_paths(project):
+    """Old code: get_note and note_links refused `docs/guide.md` (project-relative: no source holds
+    docs/docs/guide.md) and note_read answered not_found for `guide.md` and `research/r.md` (taken
+    relative to the project only)."""
+    tc, p, notes = project["tc"], project["p"], project["notes"]
+    guide, research = str(p / "docs" / "guide.md"), str(notes / "research" / "r.md")
+    for form in (guide, "docs/guide.md", "guide.md"):
+        got = _reads(tc, form)
+        assert got["get_note"] == guide and got["note_links"] == guide, (form, got)
+        assert got["note_read"][0] == "ok", (form, got)
+    for form in (research, "research/r.md", "notes/research/r.md"):
+        got = _reads(tc, form)
+        assert got["get_note"] == research and got["note_links"] == research, (form, got)
+        assert got["note_read"][0] == "ok", (form, got)
+    appended = tools_notes.note_write(tc, "append", "guide.md", None, body="more okapi\n")
+    assert appended.status == "written", appended.message
+    assert "more okapi" in (p / "docs" / "guide.md").read_text()
+
+
+def test_a_relative_path_naming_two_files_is_an_error_listing_both(project):
+    tc, p, notes = project["tc"], project["p"], project["notes"]
+    for name, answer in _reads(tc, "dup.md").items():
+        text = str(answer)
+        assert str(p / "docs" / "dup.md") in text and str(notes / "dup.md") in text, (name, answer)
+    with pytest.raises(ToolError, match="2 different files"):
+        tools_notes.note_write(tc, "append", "dup.md", None, body="x\n")
+    assert _reads(tc, "docs/dup.md")["get_note"] == str(p / "docs" / "dup.md")  # one form picks one
+
+
+def test_missing_and_hidden_still_answer_alike(project, tmp_path):
+    """A note of a folder this workspace does not see, named relative to where it lies, reads as missing."""
+    tc = project["tc"]
+    other = tmp_path / "Q" / "docs"
+    other.mkdir(parents=True)
+    (other / "secret.md").write_text("# S\n\nhidden okapi\n")
+    with pytest.raises(ToolError) as missing:
+        tools_search.get_note(tc, "nothing.md", None)
+    with pytest.raises(ToolError) as hidden:
+        tools_search.get_note(tc, str(other / "secret.md"), None)
+    assert "is not a file in the index sources" in str(missing.value)
+    assert str(hidden.value).replace(str(other / "secret.md"), "nothing.md") in (
+        str(missing.value), boundary_outside("nothing.md"))
+
+
+def boundary_outside(path: str) -> str:
+    from vault_index.services import boundary
+
+    return boundary.outside(path)
+
+
+def test_every_path_a_tool_answers_is_taken_back_by_every_path_taking_tool(project):
+    tc, p = project["tc"], project["p"]
+    answered: set[str] = set()
+    answered |= {h.path for h in tools_search.search_notes(tc, "okapi", None, mode="keyword", limit=20).hits}
+    recall = tools_graph.recall(tc, "okapi", None)
+    answered |= {item["path"] for item in recall.notes if item.get("path")}
+    links = tools_notes.note_links(tc, None, "links", str(p / "docs" / "guide.md"))
+    answered |= {links.path} | {r["path"] for r in links.data["results"] if r.get("path")}
+    written = tools_notes.note_write(tc, "create", "docs/new.md", None, body="# New\n\nokapi new\n")
+    assert written.status == "written", written.message
+    answered.add(written.path)
+    answered.add(tools_notes.note_read(tc, str(p / "docs" / "guide.md"), None).path)
+    assert len(answered) >= 5, answered
+    for path in sorted(answered):
+        got = _reads(tc, path)
+        assert not any(str(v).startswith("error") for v in got.values()) and got["note_read"][0] == "ok", (path, got)
+        out = tools_notes.note_write(tc, "append", path, None, body="seen\n")
+        assert out.status == "written", (path, out.message)
+    folders = [s["path"] for s in tools_search.list_sources(tc, None).sources]
+    for folder in folders:  # a source's folder is taken back as a search filter and by index_paths
+        tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix=folder)
+        tools_search.index_paths(tc, None, [folder])
+
+
+def test_a_relative_search_path_filter_is_found_or_refused_by_name(project):
+    """Old code: `path_prefix: "research"` matched no stored (absolute) path and answered no hits."""
+    tc, notes, p = project["tc"], project["notes"], project["p"]
+    hits = tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix="research").hits
+    assert [h.path for h in hits] == [str(notes / "research" / "r.md")]
+    for prefix in ("postmortems", "docs/postmortems"):
+        hits = tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix=prefix).hits
+        assert [h.path for h in hits] == [str(p / "docs" / "postmortems" / "outage.md")], prefix
+    with pytest.raises(ToolError, match="names no folder or note.*tried"):
+        tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix="nowhere")
+
+
+def _cli(project, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args], cwd=project["p"], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_takes_every_form_and_resolves_a_relative_path_filter(project):
+    """Old code: `vault-index get docs/guide.md` in the project was not found, and `search --path
+    postmortems` printed no hits."""
+    p, notes = project["p"], project["notes"]
+    for form in ("docs/guide.md", "guide.md", str(p / "docs" / "guide.md")):
+        got = _cli(project, "get", form, "--json")
+        assert got.returncode == 0 and json.loads(got.stdout)["path"] == str(p / "docs" / "guide.md"), (form, got)
+    read = _cli(project, "read", "guide.md", "--json")  # relative to the docs source
+    assert read.returncode == 0 and json.loads(read.stdout)["status"] == "ok", read
+    found = _cli(project, "search", "okapi", "--mode", "keyword", "--path", "postmortems", "--json")
+    assert found.returncode == 0, found.stderr
+    assert [h["path"] for h in json.loads(found.stdout)["hits"]] == [str(p / "docs" / "postmortems" / "outage.md")]
+    unknown = _cli(project, "search", "okapi", "--path", "nowhere")
+    assert unknown.returncode != 0 and "nowhere" in unknown.stderr and "tried" in unknown.stderr, unknown
+    assert str(notes) not in unknown.stdout
