@@ -171,6 +171,21 @@ def snapshot(root: Path) -> dict[str, tuple[bytes | None, int]]:
     return state
 
 
+def fresh_machine(monkeypatch, tmp_path: Path, rerank: bool = True) -> Path:
+    """A fresh HOME and index for the workspace tests, no project or vault named, no model; the HOME."""
+    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR", "VAULT_ROLE", "VAULT_MEMORY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
+    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
+    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
+    if not rerank:
+        monkeypatch.setenv("VAULT_RERANK", "0")
+    return home
+
+
 def cli_env(db: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import CLI, REPO
+from helpers import CLI, REPO, fresh_machine
 from vault_index.config import Settings
 from vault_index.services.app import App
 from vault_index.services.curation import adr, lessons
@@ -28,15 +28,7 @@ def write(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR", "VAULT_MEMORY_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
-    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
-    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
-    monkeypatch.setenv("VAULT_RERANK", "0")
+    home = fresh_machine(monkeypatch, tmp_path, rerank=False)
     a = tmp_path / "code" / "A"
     (a / ".git").mkdir(parents=True)
     (tmp_path / "code" / "B" / ".git").mkdir(parents=True)

@@ -9,6 +9,7 @@ import json
 
 import anyio
 import pytest
+from helpers import fresh_machine
 from mcp.server.mcpserver.exceptions import ToolError
 from vault_index.config import Settings
 from vault_index.services import boundary
@@ -25,14 +26,7 @@ from vault_index.surfaces.tool_table import TOOLS
 def machine(monkeypatch, tmp_path):
     """~/notes is personal; project B lives in it and its docs/ are B's own source; the init vault
     ~/notes/team lives in it too (registered as the vault's); project A lies elsewhere."""
-    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR", "VAULT_ROLE"):
-        monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
-    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
-    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
+    home = fresh_machine(monkeypatch, tmp_path)
     monkeypatch.chdir(home)
     notes, a = home / "notes", tmp_path / "A"
     b = notes / "B"

@@ -10,7 +10,7 @@ import os
 import subprocess
 
 import pytest
-from helpers import CLI
+from helpers import CLI, fresh_machine
 from mcp.server.mcpserver.exceptions import ToolError
 from vault_index.config import Settings
 from vault_index.services.app import App
@@ -24,14 +24,7 @@ from vault_index.surfaces.tool_context import ToolContext, _Vaults
 def project(monkeypatch, tmp_path):
     """Project P with its own docs/ (and docs/postmortems/); the person's ~/notes (with research/)
     registered as personal; `dup.md` lies both in P/docs and in ~/notes."""
-    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR", "VAULT_ROLE"):
-        monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
-    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
-    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
+    home = fresh_machine(monkeypatch, tmp_path)
     notes, p = home / "notes", tmp_path / "P"
     for folder in (notes / "research", p / ".git", p / "docs" / "postmortems"):
         folder.mkdir(parents=True)

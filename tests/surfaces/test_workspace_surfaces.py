@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers import fresh_machine
 from vault_index.config import Settings
 from vault_index.services.app import App
 from vault_index.surfaces.server import build_server
@@ -17,15 +18,7 @@ from mcp import Client
 @pytest.fixture
 def machine(monkeypatch, tmp_path):
     """Personal ~/notes (with an init vault inside it), project A (the agent's) and project B."""
-    for name in ("VAULT_PROJECT", "VAULT_CONTENT_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("VAULT_INDEX_HOME", str(home / ".mcp-memory"))
-    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
-    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
-    monkeypatch.setenv("VAULT_RERANK", "0")
+    home = fresh_machine(monkeypatch, tmp_path, rerank=False)
     write(home / "notes" / "mine.md", "# Mine\n\nmy own note\n")
     vault = home / "notes" / "team"
     write(vault / ".vault-index" / "config.yaml", "roles: {}\n")
