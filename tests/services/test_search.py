@@ -227,7 +227,7 @@ def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, o
     result = other.search("wombat", mode="hybrid")
     # issue 39 item 12: no chunk has a vector for this model, so no vector was used (it said so before)
     assert not result.vector_used and result.mode == "keyword"
-    assert any("no vectors for model-b" in n for n in result.notices)
+    assert any(n.startswith(f"1 chunks of v2 ({vault}) have no vectors yet") for n in result.notices), result.notices
     assert [h.path for h in result.hits] == [str(vault / "a.md")]  # the keyword side still answers
 
 
@@ -335,6 +335,26 @@ def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_
     result = app.search("wombat", mode="hybrid")
     assert result.vector_used
     pending = [n for n in result.notices if "have no vectors yet" in n]
-    assert pending == [f"2 chunks of waiting ({waiting}) have no vectors yet: keyword-only for them"]
+    assert pending == [f"2 chunks of waiting ({waiting}) have no vectors yet: keyword-only for them "
+                       "(a running server embeds them; `vault-index index` embeds them now)"]
     app.index([str(waiting)])  # the embedding catches up
     assert not [n for n in app.search("wombat", mode="hybrid").notices if "no vectors" in n]
+
+
+def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_it_sees(tmp_path, open_app):
+    """Issue 39 item 1 (the walkthrough): the very first answer in a project, before any chunk has a
+    vector, is keyword-only and names the source still waiting; another workspace's source is not named."""
+    from helpers import FakeEmbedder, write
+    from vault_index.engine import indexer
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    write(mine, "a.md", "# A\n\nwombat burrows at dusk\n")
+    write(theirs, "b.md", "# B\n\nwombat tunnels\n")
+    app = open_app(FakeEmbedder("model-a"))
+    indexer.sync(app.store, app.models, [str(mine), str(theirs)], embed=False)
+    app.store.set_source_scope(str(theirs), str(tmp_path / "another-project"))
+    result = app.search("wombat", mode="hybrid")
+    assert not result.vector_used and result.mode == "keyword"
+    pending = [n for n in result.notices if "have no vectors yet" in n]
+    assert len(pending) == 1 and pending[0].startswith(f"1 chunks of mine ({mine}) have no vectors yet"), pending
+    assert not [n for n in app.search("wombat", mode="keyword").notices if "no vectors" in n]  # none asked for

@@ -352,7 +352,7 @@ class App:
             filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
         result = self.searcher.search(query, mode, limit, filters, explain, per_note, subqueries)
         notices = self.index_notices()
-        if result.vector_used:
+        if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
             notices.append(nothing_relevant(result.confidence, result.mode))

@@ -40,7 +40,8 @@ def pending_notices(app: App) -> list[str]:
     if not pending:
         return []
     names = {path: name for name, path in app.store.source_names().items()}
-    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them"
+    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them "
+            "(a running server embeds them; `vault-index index` embeds them now)"
             for root, count in sorted(pending.items())]
 
 

@@ -319,12 +319,8 @@ class Searcher:
             notices.append(embedder.notice)
         self._model_said = True
         vector = embedder.embed_query(query)
+        # chunks without a vector for this model are named by App.pending_notices, source by source
         found = index.search(vector, fusion.CANDIDATES_PER_SIDE, allowed)
-        if not found and allowed is None and self.store.chunk_count():
-            notices.append(
-                f"no vectors for {embedder.fingerprint} yet (the index was built with another model "
-                "or without one); run `vault-index index` to embed"
-            )
         return fusion.ranked(found), vector
 
     def _coverages(self, terms: list[str], counts: _DocCounts | None, rows: dict) -> dict[int, float]:
