@@ -148,6 +148,17 @@ def test_a_relative_search_path_filter_is_found_or_refused_by_name(project):
         tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix="nowhere")
 
 
+def test_a_path_filter_the_project_holds_is_the_projects_whatever_a_source_holds(project):
+    """The walkthrough: `search --path docs` failed as ambiguous in every project, since setup makes
+    a personal `docs/` too; the workspace's own folder is what a person means."""
+    tc, notes, p = project["tc"], project["notes"], project["p"]
+    (notes / "docs").mkdir()
+    (notes / "docs" / "n.md").write_text("# N\n\nokapi personal docs\n")
+    tc.app.index([str(notes)])
+    hits = tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix="docs").hits
+    assert hits and all(h.path.startswith(str(p / "docs") + os.sep) for h in hits), [h.path for h in hits]
+
+
 def _cli(project, *args) -> subprocess.CompletedProcess:
     return subprocess.run([CLI, *args], cwd=project["p"], env=dict(os.environ),
                           capture_output=True, text=True, timeout=120)

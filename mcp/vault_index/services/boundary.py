@@ -157,6 +157,10 @@ def prefix(app, text: str) -> str:
     visible = seen(app)
     tried = [real(c) for c in _candidates(app, text, [], roots)]
     found = list(dict.fromkeys(p for p in tried if os.path.lexists(p) and visible(p)))
+    folder = app.workspace.root
+    own = [p for p in found if folder is not None and _holds(str(real(folder)), str(p))]
+    if len(found) > 1 and len(own) == 1:  # `docs` in a project is its own docs/, not ~/.../personal/docs
+        return str(own[0])
     if len(found) > 1:
         raise AmbiguousPathError(ambiguous(text, found) + "; give one as the path filter")
     if not found:
