@@ -90,6 +90,15 @@ class Context:
         else:
             where = self.project / ".mcp.json"
             servers = _read_json(where).get("mcpServers")
+            if not (isinstance(servers, dict) and isinstance(servers.get(SERVER_NAME), dict)):
+                # `claude mcp add` (the README's line for another project) writes Claude Code's own
+                # config, not .mcp.json: that server is this project's too (issue 39, the walkthrough)
+                config_file, _ = _claude_files()
+                config = _read_json(config_file)
+                for scope, holder in (("local", _project_entry(config, self.project.resolve())), ("user", config)):
+                    found = holder.get("mcpServers") if isinstance(holder, dict) else None
+                    if isinstance(found, dict) and isinstance(found.get(SERVER_NAME), dict):
+                        return found[SERVER_NAME], f"{config_file} (`claude mcp add`, {scope} scope)"
         entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
         return (entry if isinstance(entry, dict) else None), str(where)
 

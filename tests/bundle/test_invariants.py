@@ -477,6 +477,17 @@ def test_mcp_config_warns_when_claude_mcp_add_and_the_plugin_both_start_a_server
         "the plugin vault-index@vault-index", f"'vault-index' in {project.root.resolve() / '.mcp.json'}"]
 
 
+def test_a_project_wired_with_claude_mcp_add_has_its_server(project):
+    """The walkthrough of issue 39: a project wired the README's way (`claude mcp add`, in Claude
+    Code's own config) failed mcp-config as "no 'vault-index' server in .mcp.json, run setup.py"."""
+    (project.root / ".mcp.json").unlink()
+    assert project.result(invariants.check_mcp_config).status == "fail"  # nothing declares one
+    write(project.claude, ".claude.json", json.dumps({"projects": {str(project.root): {"mcpServers": {
+        "vault-index": {"command": sys.executable, "args": ["-m", "vault_index", "--watch"]}}}}}))
+    result = project.result(invariants.check_mcp_config)
+    assert result.status == "ok" and "`claude mcp add`, local scope" in result.detail, result
+
+
 # --- plugin mode -------------------------------------------------------------------------------
 
 
