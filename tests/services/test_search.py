@@ -227,7 +227,7 @@ def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, o
     result = other.search("wombat", mode="hybrid")
     # issue 39 item 12: no chunk has a vector for this model, so no vector was used (it said so before)
     assert not result.vector_used and result.mode == "keyword"
-    assert any(n.startswith(f"1 chunks of v2 ({vault}) have no vectors yet") for n in result.notices), result.notices
+    assert any(n.startswith(f"1 chunk of v2 ({vault}) has no vector yet") for n in result.notices), result.notices
     assert [h.path for h in result.hits] == [str(vault / "a.md")]  # the keyword side still answers
 
 
@@ -355,6 +355,6 @@ def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_i
     app.store.set_source_scope(str(theirs), str(tmp_path / "another-project"))
     result = app.search("wombat", mode="hybrid")
     assert not result.vector_used and result.mode == "keyword"
-    pending = [n for n in result.notices if "have no vectors yet" in n]
-    assert len(pending) == 1 and pending[0].startswith(f"1 chunks of mine ({mine}) have no vectors yet"), pending
+    pending = [n for n in result.notices if "no vector" in n]
+    assert len(pending) == 1 and pending[0].startswith(f"1 chunk of mine ({mine}) has no vector yet"), pending
     assert not [n for n in app.search("wombat", mode="keyword").notices if "no vectors" in n]  # none asked for
