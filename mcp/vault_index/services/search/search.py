@@ -98,6 +98,7 @@ class _Trace:
     idf_mass: float = 0.0  # the query's IDF mass, in units of the rarest term's IDF (confidence.signals)
     dated: set[int] = field(default_factory=set)  # promoted by the daily-note rule
     phrasings: dict[int, dict[str, int]] | None = None  # with sub-queries: each phrasing's rank
+    deferred: tuple | None = None  # a keyword-only run's (terms, counts, keyword list): Searcher._confidence
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,8 @@ class Searcher:
         top, second = confidence.first_two_notes(order, rows)
         if kind is None or top is None:
             return {}, (None if kind is None else 0.0)
+        if trace.deferred is not None:  # a keyword-only run: its signals from the rows read for the hits
+            self._keyword_signals(*trace.deferred, trace, rows, {top, second})
         signals = confidence.signals(kind, top, second, trace)
         return signals, confidence.score(kind, signals)
 
@@ -241,7 +244,7 @@ class Searcher:
         trace.keyword = {c.chunk_id: c for c in keyword}
         trace.vector = {c.chunk_id: c for c in vector}
         if mode == "keyword" or not vector_used:
-            self._keyword_signals(terms, counts, keyword, trace, rows)
+            trace.deferred = (terms, counts, keyword)  # read once the first hits are known (_confidence)
             return [(c.chunk_id, c.score) for c in keyword], vector_used
         if mode == "vector":
             return [(c.chunk_id, c.score) for c in vector], vector_used
@@ -257,12 +260,13 @@ class Searcher:
         return order, vector_used
 
     def _keyword_signals(self, terms: list[str], counts: _DocCounts | None, keyword: list[Candidate],
-                         trace: _Trace, rows: dict) -> None:
-        """A keyword-only run's trace gets what the confidence reads: the coverage of its first two
-        hits, the query's matched share and the keyword confidence (two rows read, no more)."""
+                         trace: _Trace, rows: dict, first: set) -> None:
+        """A keyword-only run's trace gets what the confidence reads: the coverage of the keyword
+        side's best and of the answer's `first` two hits (rows the hits already read), the query's
+        matched share and the keyword confidence."""
         if not keyword or not counts:
             return
-        head = {c.chunk_id for c in keyword[:2]}
+        head = {keyword[0].chunk_id} | {cid for cid in first if cid is not None}
         rows.update(self.store.chunk_rows(head - rows.keys()))
         trace.coverage = self._coverages(terms, counts, {cid: rows[cid] for cid in head if cid in rows})
         trace.share = fusion.matched_share(counts.per_term, counts.total)
