@@ -76,7 +76,7 @@ def test_note_write_offers_every_edit_op_and_they_write_through_the_service(fold
     assert stale["status"] == "stale"
     assert section["status"] == "invalid" and section["data"]["problems"][0]["field"] == "base_version"
     assert counted["status"] == "invalid" and "occurs 1 time" in counted["data"]["problems"][0]["message"]
-    assert moved["status"] == "written" and moved["path"] == f"{sub}/alps-2026.md", moved
+    assert moved["status"] == "written" and moved["path"] == str(root / sub / "alps-2026.md"), moved  # absolute
     linker = root / ("index.md" if kind == "plain" else "drafts/index.md")
     assert "[[alps-2026]]" in linker.read_text() and "alps-2026.md)" in linker.read_text()
     body = (root / sub / "alps-2026.md").read_text()

@@ -125,6 +125,7 @@ def test_every_path_a_tool_answers_is_taken_back_by_every_path_taking_tool(proje
     answered.add(written.path)
     answered.add(tools_notes.note_read(tc, str(p / "docs" / "guide.md"), None).path)
     assert len(answered) >= 5, answered
+    assert all(os.path.isabs(path) for path in answered), answered  # one form: every tool answers absolute paths
     for path in sorted(answered):
         got = _reads(tc, path)
         assert not any(str(v).startswith("error") for v in got.values()) and got["note_read"][0] == "ok", (path, got)

@@ -7,6 +7,7 @@ so a test can call `note_write(tc, op, path, ctx, ...)` without a server.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
@@ -45,8 +46,13 @@ def note_read(tc: ToolContext, path: NotePath, ctx: Context, history: bool = Fal
     if history:
         found = tc.call(tc.writer_for(vault).history, caller, path)
         data["history"] = found if isinstance(found, list) else []
-    return OutcomeOut(status="ok", message=f"read {view.path}", path=view.path, version=view.version,
-                      data=jsonable(data))
+    return OutcomeOut(status="ok", message=f"read {view.path}", path=absolute(vault.root, view.path),
+                      version=view.version, data=jsonable(data))
+
+
+def absolute(root, path: str) -> str:
+    """A note's path as every tool answers it (issue 39): absolute, whatever form the vault keeps."""
+    return str(Path(root) / path) if path and not Path(path).is_absolute() else path
 
 
 def note_write(
@@ -79,11 +85,12 @@ def note_write(
         if is_outcome(new_path):
             return outcome_out(new_path)
     writer = tc.writer_for(vault)
-    return outcome_out(tc.call(partial(write_op, body=body, frontmatter=frontmatter, base_version=base_version,
-                                    reason=reason, superseded_by=superseded_by, request_id=request_id,
-                                    heading=heading or None, find=find or None, count=count,
-                                    new_path=new_path or None),
-                            writer, caller, op, path), writer)
+    out = outcome_out(tc.call(partial(write_op, body=body, frontmatter=frontmatter, base_version=base_version,
+                                   reason=reason, superseded_by=superseded_by, request_id=request_id,
+                                   heading=heading or None, find=find or None, count=count,
+                                   new_path=new_path or None),
+                           writer, caller, op, path), writer)
+    return out.model_copy(update={"path": absolute(vault.root, out.path)})
 
 
 def note_links(
