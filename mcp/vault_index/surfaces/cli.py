@@ -100,10 +100,9 @@ def _adopt(app, args, embed: bool = True) -> None:
     a first search sat silent for two minutes). `embed=False` (status, sources): keywords only,
     no hidden work; what waits for vectors is reported instead."""
     report = app.adopt_workspace(Progress(not args.silent), embed=embed)
-    if report is not None and (report.indexed or report.chunks_embedded):
-        # the embedding also catches up on chunks an earlier session left without vectors, anywhere
-        embedded = f"; embedded {report.chunks_embedded} chunks waiting for vectors" if report.chunks_embedded else ""
-        _say(args, f"indexed {report.indexed} notes of {app.workspace.describe()}{embedded}")
+    if report is not None and (report.indexed or report.chunks_embedded):  # the embedding catches up anywhere
+        _say(args, f"indexed {report.indexed} notes of {app.workspace.describe()}"
+             + (f"; embedded {report.chunks_embedded} chunks waiting for vectors" if report.chunks_embedded else ""))
 
 
 def cmd_search(app, args) -> int:
