@@ -186,6 +186,13 @@ def fresh_machine(monkeypatch, tmp_path: Path, rerank: bool = True) -> Path:
     return home
 
 
+def note(folder: Path, name: str, text: str) -> Path:
+    """A note titled by its file name, with `text` as its body."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
+    return folder / name
+
+
 def cli_env(db: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import fresh_machine, note
 from vault_index.config import Settings
 from vault_index.errors import NotFoundError, VaultIndexError
 from vault_index.services.app import App
@@ -13,21 +14,8 @@ from vault_index.services.app import App
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    for name in ("VAULT_PROJECT", "CLAUDE_PROJECT_DIR", "VAULT_CONTENT_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("VAULT_INDEX_HOME", str(tmp_path / "home" / ".mcp-memory"))
-    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "index.db"))
-    monkeypatch.setenv("VAULT_EMBED_MODEL", "none")
-    monkeypatch.chdir(tmp_path / "home")
+    monkeypatch.chdir(fresh_machine(monkeypatch, tmp_path))
     return tmp_path
-
-
-def note(folder: Path, name: str, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
-    return folder / name
 
 
 def project(root: Path) -> Path:
