@@ -10,8 +10,6 @@ opening text.
 
 from __future__ import annotations
 
-import re
-
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
 # How far before the first query word a window into one long line starts (a quarter of the budget).
 LEAD_IN_SHARE = 4
@@ -35,19 +33,31 @@ def _matches(text: str, terms: list[str]) -> list[tuple[int, str]]:
     if not terms:
         return []
     lower = text.lower()
-    # one pass for every term (a hit's snippet is made for each of up to 100 hits a search)
-    starts = re.finditer(r"(?<!\w)(?:" + "|".join(re.escape(t) for t in terms) + ")", lower)
-    return [(at, term) for at in (m.start() for m in starts) for term in terms if lower.startswith(term, at)]
+    found = []
+    for term in dict.fromkeys(terms):  # str.find per word: far cheaper than one alternation regex
+        at = lower.find(term)
+        while at >= 0:
+            if at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_"):
+                found.append((at, term))
+            at = lower.find(term, at + 1)
+    found.sort()
+    return found
 
 
 def _best_start(text: str, found: list[tuple[int, str]], budget: int) -> int:
     """Where the window with the most distinct query words starts (the earliest on a tie)."""
-    best, best_count = 0, -1
+    best, best_count, tried = 0, -1, set()
+    every = len({term for _at, term in found})
     for offset, _term in found:
         start = _lead_in(text, offset, budget)
+        if start in tried:  # matches on one line mostly share a window
+            continue
+        tried.add(start)
         count = len({term for at, term in found if start <= at < start + budget})
         if count > best_count:
             best, best_count = start, count
+            if count == every:  # no later window can hold more; the earliest wins a tie
+                break
     return best
 
 
