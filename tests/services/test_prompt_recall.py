@@ -79,3 +79,29 @@ def test_an_answer_survives_the_socket_and_a_malformed_one_is_empty(app):
     back = prompt_recall.Injection.from_dict(found.as_dict())
     assert back.notes == found.notes and back.text == found.text and back.confidence == found.confidence
     assert prompt_recall.Injection.from_dict({"notes": [{"path": 1}]}).text == ""
+
+
+@pytest.mark.parametrize("prompt, why", [
+    ("the pump relay float switch test fails:\nAssertionError: relay stayed open", "pasted text"),
+    ("pump relay float switch broken in firmware/relay.rs", "a file path"),
+    ("pump relay float switch: RuntimeError: relay stayed open", "an error"),
+    ("why does this function read the pump relay float switch twice?", "this code"),
+    ("rename the pump relay float switch constant", "an instruction"),
+])
+def test_a_prompt_about_the_code_at_hand_stays_silent_though_a_note_matches_its_words(app, prompt, why):
+    words = prompt_recall.select(app, "pump relay float switch")
+    assert words.notes, "the same words alone inject: the gate, not the confidence, keeps these silent"
+    found = prompt_recall.select(app, prompt)
+    assert found.notes == () and found.text == "" and found.reason == f"about the code at hand ({why})"
+
+
+@pytest.mark.parametrize("prompt", [
+    "how did we wire the pump relay float switch?",
+    "what did we decide about this project's release cadence?",  # "this" not naming code
+    "explain the pump relay float switch decision",  # asks the notes, not the code
+    "Do I need a contributor licence agreement?",
+])
+def test_a_question_to_the_notes_is_not_taken_for_the_code_at_hand(prompt):
+    from vault_index.services.prompt_form import at_hand
+
+    assert at_hand(prompt) == ""

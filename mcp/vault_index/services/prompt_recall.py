@@ -4,7 +4,8 @@ One function decides, `select(app, prompt, already)`, and every caller goes thro
 server when the hook asks it over the index socket (hybrid, with its loaded model), the hook itself
 when no server answers (keywords only), and the eval, which measures exactly what the hook would
 inject. The stages, in order:
-1. skip what is not a question to the notes: a slash command, an empty prompt;
+1. skip what is not a question to the notes: a slash command, an empty prompt, a prompt about the
+   code at hand (pasted output, a file path, an error, "this function", an instruction; prompt_form.py);
 2. App.search of the prompt, one hit per note, in the app's workspace (and the caller's grants);
 3. nothing at all unless the answer's confidence clears the threshold (services/search/confidence.py):
    "nothing relevant" is the common answer and the hook then stays silent;
@@ -95,6 +96,10 @@ def select(app: App, prompt: str, already: set[str] | frozenset[str] = frozenset
     `root`: what display paths are relative to (default: the workspace's folder, else the project)."""
     if not wanted(prompt):
         return Injection(reason="not a question to the notes")
+    from vault_index.services.prompt_form import at_hand
+
+    if why := at_hand(prompt):
+        return Injection(reason=f"about the code at hand ({why})")
     from vault_index.services.search.query import MAX_QUERY_CHARS
 
     result = app.search(prompt.strip()[:MAX_QUERY_CHARS], mode=mode, limit=MAX_NOTES, filters=filters,
