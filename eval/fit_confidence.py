@@ -180,13 +180,19 @@ def lockbox_report(suite: Path, pairs: list[cal.Pair]) -> int:
         for name in sorted(boxed):
             test = [p for p in pairs if p.run == kind and name in (p.own, p.asked_of)]
             if test:
-                held[name] = (test, np.array([confidence.score(kind, p.signals) for p in test]))
+                held[name] = (test, np.array([_scored(kind, p.signals) for p in test]))
         if held:
             report(kind, held, threshold)
             for name, (test, p) in held.items():
                 x, y, w = cal.matrix(test, kind)
                 print(f"\n{kind} / {name}:\n" + cal.format_table(cal.reliability(p, y, w)[1]))
     return 0
+
+
+def _scored(kind: str, signals: dict) -> float:
+    """The committed model's confidence; a search with no hit has no signals and confidence 0 (App.search)."""
+    sure = confidence.score(kind, signals)
+    return 0.0 if sure is None else sure
 
 
 if __name__ == "__main__":
