@@ -82,6 +82,14 @@ def test_a_matching_prompt_gets_its_note_and_an_unrelated_one_nothing(indexed):
     assert prompt(project, db, UNRELATED, new_session())[0] is None
 
 
+def test_a_pasted_traceback_with_the_notes_words_stays_silent(indexed):
+    project, db = indexed
+    pasted = f"Traceback (most recent call last):\n  File \"garden.py\", line 3\nValueError: {MATCHING}"
+    out, trace = prompt(project, db, pasted, new_session())
+    assert out is None and "about the code at hand (pasted text)" in trace, trace
+    assert "garden-sensor.md" in context_of(prompt(project, db, MATCHING, new_session())[0])  # the words alone do
+
+
 def test_a_note_is_injected_once_a_session(indexed):
     project, db = indexed
     session = new_session()
