@@ -6,7 +6,7 @@ run), a file path, a compiler error, "this function", or an instruction to chang
 confidence cannot see that: a Rust panic does share its rare words with the book's chapter on panics.
 Outcome: the hook stays silent for such a prompt before searching (services/prompt_recall.select);
 search_notes and /recall are untouched, since an agent's query naming a file is a fair question.
-Measured in docs/adr/0037-prompt-form.md: on the suite's golden questions this gate fires for none.
+Measured in docs/adr/0037-prompt-form.md (what it stops, and the few questions it also stops).
 """
 
 from __future__ import annotations
