@@ -39,9 +39,10 @@ MAX_NOTE_CHARS = 100_000
 NOTHING_RELEVANT = "nothing relevant"  # how a notice says the hits are not answers; surfaces match on it
 
 
-def nothing_relevant(sure: float, mode: str = "hybrid") -> str:
-    """The notice of an answer under the confidence threshold (services/search/confidence.py)."""
-    limit = confidence.threshold(confidence.kind_of(mode))
+def nothing_relevant(sure: float, kind: str | None = "hybrid") -> str:
+    """The notice of an answer under the threshold of the confidence model `kind` that judged it
+    (services/search/confidence.py)."""
+    limit = confidence.threshold(kind)
     return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {limit:.2f}; "
             "the hits are the nearest notes, not answers")
 
@@ -355,7 +356,7 @@ class App:
         if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
-            notices.append(nothing_relevant(result.confidence, result.mode))
+            notices.append(nothing_relevant(result.confidence, result.judged_by))
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result
