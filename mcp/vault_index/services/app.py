@@ -256,6 +256,11 @@ class App:
             return self.adopt_workspace()
         return report
 
+    def not_indexed_yet(self) -> list[Path]:
+        """The project's own folders and README.md that no source covers yet (the first search or
+        sync indexes them): what the server's instructions say instead of counting them as none."""
+        return self._unadopted_own()
+
     def _unadopted_folders(self) -> list[Path]:
         """What the project indexes by itself and has not registered yet."""
         return self._unadopted_own() + self._agent_memory_unadopted()
