@@ -54,7 +54,7 @@ def _package_files() -> list[Path]:
 
 def _launch_inputs(ctx: Context) -> list[Path]:
     _, where = ctx.server
-    files = [Path(where), *_package_files()]
+    files = [Path(where.split(" (`claude mcp add`")[0]), *_package_files()]  # Claude Code's config file itself
     try:
         command, _ = ctx.launch
     except (KeyError, TypeError, AttributeError):

@@ -88,17 +88,19 @@ class Context:
                 where = self.plugin_root / servers
                 servers = _read_json(where).get("mcpServers", _read_json(where))
         else:
+            # `claude mcp add` (the README's line for another project) writes Claude Code's own
+            # config, not .mcp.json: that server is this project's too (issue 39, the walkthrough).
+            # Of one name, Claude Code starts the local entry, then the project's, then the user's.
+            config_file, _ = _claude_files()
+            config = _read_json(config_file)
             where = self.project / ".mcp.json"
-            servers = _read_json(where).get("mcpServers")
-            if not (isinstance(servers, dict) and isinstance(servers.get(SERVER_NAME), dict)):
-                # `claude mcp add` (the README's line for another project) writes Claude Code's own
-                # config, not .mcp.json: that server is this project's too (issue 39, the walkthrough)
-                config_file, _ = _claude_files()
-                config = _read_json(config_file)
-                for scope, holder in (("local", _project_entry(config, self.project.resolve())), ("user", config)):
-                    found = holder.get("mcpServers") if isinstance(holder, dict) else None
-                    if isinstance(found, dict) and isinstance(found.get(SERVER_NAME), dict):
-                        return found[SERVER_NAME], f"{config_file} (`claude mcp add`, {scope} scope)"
+            for scope, holder in (("local", _project_entry(config, self.project.resolve())),
+                                  ("project", _read_json(where)), ("user", config)):
+                found = holder.get("mcpServers") if isinstance(holder, dict) else None
+                if isinstance(found, dict) and isinstance(found.get(SERVER_NAME), dict):
+                    return found[SERVER_NAME], (str(where) if scope == "project"
+                                                else f"{config_file} (`claude mcp add`, {scope} scope)")
+            servers = None
         entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
         return (entry if isinstance(entry, dict) else None), str(where)
 
@@ -193,12 +195,23 @@ def _project_entry(config: dict, project: Path) -> dict:
     return next((v for k, v in projects.items() if os.path.isabs(k) and Path(k).resolve() == project), {})
 
 
+def settings_files(project: Path) -> list[Path]:
+    """Claude Code's settings for this project: the person's own, the project's, the local ones
+    (later ones win a setting; hooks of all three run)."""
+    _, user_folder = _claude_files()
+    return [user_folder / "settings.json", project / ".claude" / "settings.json",
+            project / ".claude" / "settings.local.json"]
+
+
 def registered_servers(ctx: Context) -> list[tuple[str, str]]:
-    """(what, how to remove it) for each vault-index server Claude Code starts in this project."""
-    global_file, user_folder = _claude_files()
+    """(what, how to remove it) for each vault-index server Claude Code starts in this project.
+
+    One name is one server: Claude Code starts the local entry of a name over the project's
+    (.mcp.json) over the user's, so only differently named entries (or the plugin's, which has
+    its own name) are two servers (issue 39: one name in two places was "every tool listed twice")."""
+    global_file, _ = _claude_files()
     project = ctx.project.resolve()
-    layers = [_read_json(user_folder / "settings.json"), _read_json(project / ".claude" / "settings.json"),
-              _read_json(project / ".claude" / "settings.local.json")]  # later ones win, as in Claude Code
+    layers = [_read_json(path) for path in settings_files(project)]  # later ones win, as in Claude Code
     plugins: dict[str, bool] = {}
     disabled: set[str] = set()
     for layer in layers:
@@ -211,20 +224,23 @@ def registered_servers(ctx: Context) -> list[tuple[str, str]]:
     on = [k for k, v in plugins.items() if v] or ([f"{PLUGIN_NAME}@{PLUGIN_NAME}"] if ctx.plugin_root else [])
     for key in on:
         found.append((f"the plugin {key}", f"`claude plugin disable {key}` (the plugin's server goes)"))
-    servers = _read_json(project / ".mcp.json").get("mcpServers")
-    for name, entry in (servers.items() if isinstance(servers, dict) else ()):
-        if name not in disabled and _runs_vault_index(name, entry):
-            found.append((f"'{name}' in {project / '.mcp.json'}", f"`claude mcp remove {name} -s project`"))
     config = _read_json(global_file)
-    scopes = [("local", _project_entry(config, project)), ("user", config)]
-    for scope, holder in scopes:
-        servers = holder.get("mcpServers") if isinstance(holder, dict) else None
+    # name -> (listing order, what, how) of the entry Claude Code starts; None: not a vault-index one
+    named: dict[str, tuple[int, str, str] | None] = {}
+    for scope, holder in (("local", _project_entry(config, project)), ("project", None), ("user", config)):
+        servers = (_read_json(project / ".mcp.json") if scope == "project" else holder or {}).get("mcpServers")
         for name, entry in (servers.items() if isinstance(servers, dict) else ()):
-            if _runs_vault_index(name, entry):
+            if name in named or (scope == "project" and name in disabled):
+                continue  # shadowed by the entry of that name Claude Code starts, or turned off
+            if not _runs_vault_index(name, entry):
+                named[name] = None
+            elif scope == "project":
+                named[name] = (0, f"'{name}' in {project / '.mcp.json'}", f"`claude mcp remove {name} -s project`")
+            else:
                 where = "for this project" if scope == "local" else "for every project"
-                found.append((f"'{name}' added with `claude mcp add` {where} ({global_file})",
-                              f"`claude mcp remove {name} -s {scope}`"))
-    return found
+                named[name] = (1 if scope == "local" else 2, f"'{name}' added with `claude mcp add` {where} "
+                               f"({global_file})", f"`claude mcp remove {name} -s {scope}`")
+    return found + [(what, how) for _, what, how in sorted(e for e in named.values() if e)]
 
 
 def _listed_tools(command: list[str], env: dict, cwd: Path, timeout: float, errlog) -> list[str]:
@@ -330,13 +346,26 @@ def _hook_problems(ctx: Context, command: str, script: str) -> tuple[bool, list[
 
 def check_hooks(ctx: Context) -> Result:
     if ctx.plugin_root:
-        where = ctx.plugin_root / "hooks" / "hooks.json"
-        fix = "reinstall the plugin"
+        files, fix = [ctx.plugin_root / "hooks" / "hooks.json"], "reinstall the plugin"
     else:
-        where = ctx.project / ".claude" / "settings.json"
-        fix = "run `python3 setup.py` to add the hooks"
-    hooks = _read_json(where).get("hooks")
-    if not isinstance(hooks, dict):
+        # Trigger: hooks were read from .claude/settings.json alone, so a project whose hooks are
+        # in the person's own settings (Claude Code runs those of every settings file) failed here.
+        files, fix = settings_files(ctx.project.resolve()), "run `python3 setup.py` to add the hooks"
+    hooks: dict[str, list] = {}
+    wired = []
+    for path in files:
+        found = _read_json(path).get("hooks")
+        if isinstance(found, dict) and found:
+            wired.append(str(path))
+            for event, groups in found.items():
+                hooks.setdefault(event, []).extend(groups if isinstance(groups, list) else [])
+    entry, declared = ctx.server
+    if not hooks and not ctx.plugin_root and entry is not None and "claude mcp add" in declared:
+        # the server alone, added with `claude mcp add` (the README's way for another project): valid
+        return Result("hooks", "ok", f"no hooks here: the server alone ({declared}) is a valid wiring; the "
+                      "plugin adds the hooks (re-index on edit, context guard, these checks at session start)")
+    where = ", ".join(wired) or str(files[0] if ctx.plugin_root else files[1])
+    if not hooks:
         return Result("hooks", "fail", f"no hooks in {where}", fix)
     problems = []
     for event, (script, tools) in EXPECTED_HOOKS.items():

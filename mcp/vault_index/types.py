@@ -88,6 +88,9 @@ class SearchResult:
     confidence: float | None = None
     relevant: bool = False
     signals: dict = field(default_factory=dict, compare=False)  # what the confidence was computed from
+    # the confidence model that scored it (services/search/confidence.kind_of of `mode`, or keyword
+    # for a hybrid run whose first hit has no vector yet); its threshold decides `relevant`
+    judged_by: str | None = None
 
 
 @dataclass

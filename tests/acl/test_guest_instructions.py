@@ -35,5 +35,5 @@ def test_a_guest_or_limited_role_sees_no_paths_and_no_count(app, vault, tmp_path
 
 def test_a_role_that_reads_everything_sees_the_sources(app, vault, tmp_path):  # noqa: F811
     told, guide = seen_by(app, vault, tmp_path, "admin")
-    assert str(vault) in told and "markdown notes in 1 sources" in told
-    assert str(vault) in guide and "markdown notes in 1 sources" in guide
+    assert str(vault) in told and "markdown notes in 1 source" in told
+    assert str(vault) in guide and "markdown notes in 1 source" in guide

@@ -452,13 +452,13 @@ def test_mcp_config_warns_when_claude_mcp_add_and_the_plugin_both_start_a_server
     assert project.result(invariants.check_mcp_config).status == "ok"  # the clone's own .mcp.json alone
     write(project.claude, ".claude.json", json.dumps({
         "mcpServers": {"vault": {"type": "http", "url": "http://127.0.0.1:8765/mcp"}},  # a remote vault: another
-        "projects": {str(project.root): {"mcpServers": {"vault-index": {
+        "projects": {str(project.root): {"mcpServers": {"memory": {
             "command": "/opt/vault-index/.venv/bin/vault-index", "args": ["--watch"]}}}}}))
     result = project.result(invariants.check_mcp_config)
     assert result.status == "warn" and result.detail.startswith("2 vault-index servers in this project")
     assert "'vault-index' in" in result.detail and ".mcp.json" in result.detail
-    assert "`claude mcp add` for this project" in result.detail and "vault'" not in result.detail
-    assert "`claude mcp remove vault-index -s local`" in result.fix
+    assert "'memory' added with `claude mcp add` for this project" in result.detail and "vault'" not in result.detail
+    assert "`claude mcp remove memory -s local`" in result.fix
     assert "`claude mcp remove vault-index -s project`" in result.fix
 
     (project.claude / ".claude.json").unlink()
@@ -486,6 +486,42 @@ def test_a_project_wired_with_claude_mcp_add_has_its_server(project):
         "vault-index": {"command": sys.executable, "args": ["-m", "vault_index", "--watch"]}}}}}))
     result = project.result(invariants.check_mcp_config)
     assert result.status == "ok" and "`claude mcp add`, local scope" in result.detail, result
+
+
+def test_one_name_in_two_places_is_one_server_not_a_duplicate(project):
+    """Issue 39 item 15: `claude mcp add vault-index` in a clone whose .mcp.json already names
+    vault-index was reported as "every tool listed twice"; Claude Code starts one server per name
+    (the local entry wins), so only two differently named servers are two."""
+    write(project.claude, ".claude.json", json.dumps({"projects": {str(project.root): {"mcpServers": {
+        "vault-index": {"type": "stdio", "command": sys.executable, "args": ["-m", "vault_index"], "env": {}}}}},
+        "mcpServers": {"vault-index": {"command": sys.executable, "args": ["-m", "vault_index"]}}}))
+    assert len(registered_servers(project.context())) == 1
+    result = project.result(invariants.check_mcp_config)
+    assert result.status == "ok" and "twice" not in result.detail, result
+    payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": str(project.root)})
+    run = run_script(project, "--hook", "--no-stamp", stdin=payload)
+    assert (run.returncode, run.stdout) == (0, ""), run.stdout
+
+
+def test_a_project_wired_only_with_claude_mcp_add_passes_the_session_start_hook(project):
+    """Issue 39 item 15: a project wired only with `claude mcp add` (no .mcp.json, no project
+    hooks; the hooks in the person's own settings, as Claude Code merges them) failed the hooks
+    check with "run `python3 setup.py` to add the hooks"; it is a valid wiring."""
+    (project.root / ".mcp.json").unlink()
+    (project.root / ".claude" / "settings.json").unlink()
+    write(project.claude, ".claude.json", json.dumps({"projects": {str(project.root): {"mcpServers": {
+        "vault-index": {"type": "stdio", "command": sys.executable, "args": ["-m", "vault_index", "--watch"],
+                        "env": {}}}}}}))
+    user_hooks = json.dumps(settings_hooks()).replace("$CLAUDE_PROJECT_DIR", str(project.root))
+    write(project.claude, "settings.json", user_hooks)  # as the person's ~/.claude/settings.json
+    payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "cwd": str(project.root)})
+    run = run_script(project, "--hook", "--no-stamp", stdin=payload)  # as Claude Code runs it
+    assert (run.returncode, run.stdout) == (0, ""), run.stdout
+    assert "settings.json" in project.result(invariants.check_hooks).detail
+    (project.claude / "settings.json").unlink()  # the server alone, no hooks anywhere: advice, not a failure
+    result = project.result(invariants.check_hooks)
+    assert result.status == "ok" and "setup.py" not in result.detail + result.fix, result
+    assert "no hooks" in result.detail and "claude mcp add" in result.detail
 
 
 # --- plugin mode -------------------------------------------------------------------------------

@@ -133,3 +133,19 @@ def test_smaller_runs_without_memory_pattern_give_the_same_vectors(shipped_model
     a, b = before.embed_documents(texts), now.embed_documents(texts)
     assert a.shape == b.shape == (len(texts), 384)
     assert float(np.abs(a - b).max()) < 1e-5
+
+
+def test_a_sync_embeds_only_the_sources_it_synced(tmp_path, open_app):
+    """Issue 39: a project's sync (the server's, the terminal's) embedded every chunk of the shared
+    index that lacked a vector, other projects' too, and reported them as its own."""
+    other, ours = tmp_path / "other", tmp_path / "ours"
+    write(other, "o.md", "# Other\n\nsomeone else's pending note\n")
+    write(ours, "a.md", "# Ours\n\nour note\n\n## More\n\nmore of ours\n")
+    embedder = FakeEmbedder()
+    app = open_app(embedder)
+    indexer.sync(app.store, app.models, [str(other)], embed=False)  # another project, not embedded yet
+    report = app.index([str(ours)])
+    assert report.chunks_embedded == 2 == len(embedder.embedded)
+    assert [title for _, title, _, _ in app.store.chunks_missing_vectors(embedder.fingerprint)] == ["Other"]
+    report = app.index([str(ours)])  # nothing of ours waits: the other project's chunk is not ours to embed
+    assert report.chunks_embedded == 0 and len(embedder.embedded) == 2 and report.vector_used

@@ -209,3 +209,22 @@ def test_the_chunk_count_follows_writes_of_another_connection(store_factory):
     assert reader.chunk_count() == 1
     writer.remove_source("/v")
     assert reader.chunk_count() == 0
+
+
+def test_missing_vectors_narrow_to_the_sources_asked_for(store_factory):
+    """Issue 39: a sync embeds only the sources it synced; the store lists what those lack, not
+    every chunk of the shared index (another project's pending chunks are that project's)."""
+    store = store_factory()
+    ours, theirs = store.add_source("/ours"), store.add_source("/theirs")
+    _put(store, ours, "/ours/a.md", "# A\n\nalpha\n")
+    _put(store, theirs, "/theirs/b.md", "# B\n\nbeta\n")
+    hashes = {fid: h for (_, fid, h) in store.chunk_keys()}
+    by_path = dict(store.db.execute("SELECT path, id FROM files"))
+    assert [h for (h, *_) in store.chunks_missing_vectors("m", sources=[ours])] == [hashes[by_path["/ours/a.md"]]]
+    assert len(store.chunks_missing_vectors("m", sources=[ours, theirs])) == 2
+    assert store.chunks_missing_vectors("m", sources=[]) == []
+    assert store.any_missing_vectors("m", sources=[theirs]) and not store.any_missing_vectors("m", sources=[])
+    store.put_vectors("m", [(hashes[by_path["/ours/a.md"]], b"\x00" * 8)])
+    assert not store.any_missing_vectors("m", sources=[ours]) and store.any_missing_vectors("m")
+    assert store.chunks_missing_vectors("m", sources=[ours]) == []
+    store.close()

@@ -341,6 +341,39 @@ def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_
     assert not [n for n in app.search("wombat", mode="hybrid").notices if "no vectors" in n]
 
 
+def test_a_right_answer_waiting_for_its_vector_is_judged_by_the_keyword_side(tmp_path, open_app):
+    """Issue 39 item 1: a right answer flipped to "nothing relevant" (0.98 -> 0.20) while its chunk
+    had no vector yet, the hybrid model reading the missing side as evidence against it. A first
+    hit with no vector is scored by the keyword model, and the answer still says what is pending."""
+    from helpers import FakeEmbedder, write
+    from vault_index.engine import indexer
+    from vault_index.services.search import confidence
+
+    docs = tmp_path / "docs"
+    for i, (title, body) in enumerate([("Caching", "Redis caches sessions for thirty minutes."),
+                                       ("Logging", "Logs go to Loki through promtail."),
+                                       ("Billing", "Invoices are generated nightly by the billing cron."),
+                                       ("Auth", "Tokens are signed with the rotating key.")]):
+        write(docs, f"n{i}.md", f"# {title}\n\n{body}\n")
+    app = open_app(FakeEmbedder("model-a"))
+    app.index([str(docs)])
+    write(docs, "deploy.md", "# Deploying the orders service\n\nRun `make deploy-orders` with the staging "
+          "kubeconfig; the rollout waits for the readiness probe.\n")
+    indexer.sync(app.store, app.models, [str(docs)], embed=False)  # the answer's chunk waits for its vector
+    question = "how do I deploy the orders service"
+    keyword = app.search(question, mode="keyword")
+    assert keyword.relevant, keyword.confidence  # the keyword side alone is sure of it
+    result = app.search(question, mode="hybrid")
+    assert result.vector_used and _names(result)[0] == "deploy.md"
+    assert result.relevant and result.confidence >= confidence.threshold("keyword")
+    assert result.judged_by == "keyword"
+    assert not [n for n in result.notices if n.startswith("nothing relevant")], result.notices
+    assert [n for n in result.notices if n.startswith(f"1 chunk of docs ({docs}) has no vector yet")]
+    app.index([str(docs)])  # embedded: the hybrid model judges it again
+    embedded = app.search(question, mode="hybrid")
+    assert embedded.judged_by == "hybrid" and embedded.relevant
+
+
 def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_it_sees(tmp_path, open_app):
     """Issue 39 item 1 (the walkthrough): the very first answer in a project, before any chunk has a
     vector, is keyword-only and names the source still waiting; another workspace's source is not named."""

@@ -126,3 +126,18 @@ def test_set_of_a_list_field_says_to_write_json(tmp_path, env):
                              "title=Kiwi", "--set", 'sources=["field guide"]'], env=env, capture_output=True,
                             text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
+
+
+def test_counts_of_one_are_singular(tmp_path):
+    """Issue 39 (the fresh walkthrough): `index` and `status` printed "1 chunks", "1 files"."""
+    notes = tmp_path / "notes"
+    write(notes, "a.md", "# A\n\nthe only note\n")
+    env = cli_env(tmp_path / "index.db", HOME=str(tmp_path))
+    run = lambda *args: subprocess.run([CLI, *args], env=env, cwd=tmp_path, capture_output=True,  # noqa: E731
+                                       text=True, timeout=60)
+    indexed = run("index", str(notes))
+    assert indexed.returncode == 0 and "indexed 1 file, 0 unchanged" in indexed.stdout, indexed
+    status = run("status")
+    assert "1 source, 1 file, 1 chunk\n" in status.stdout, status.stdout
+    sources = run("sources")
+    assert "(1 file, 1 chunk)" in sources.stdout, sources.stdout

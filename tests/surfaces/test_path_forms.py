@@ -180,3 +180,35 @@ def test_the_cli_takes_every_form_and_resolves_a_relative_path_filter(project):
     unknown = _cli(project, "search", "okapi", "--path", "nowhere")
     assert unknown.returncode != 0 and "nowhere" in unknown.stderr and "tried" in unknown.stderr, unknown
     assert str(notes) not in unknown.stdout
+
+
+def test_a_new_note_named_by_a_bare_name_goes_to_the_projects_notes_folder(project):
+    """Issue 39 (the fresh walkthrough): `note_write create x.md` landed at the project root, outside
+    every indexed folder, and nothing said so. A bare name goes under the project's notes/ (what it
+    indexes; where CLAUDE.md tells agents to write), found by the next search; a path that still
+    lands outside the indexed folders is written, and the answer says search will not find it."""
+    tc, p = project["tc"], project["p"]
+    written = tools_notes.note_write(tc, "create", "idea.md", None, body="# Idea\n\nthe zebu idea\n")
+    assert written.status == "written" and written.path == str(p / "notes" / "idea.md"), written
+    assert (p / "notes" / "idea.md").is_file() and not (p / "idea.md").exists()
+    assert not written.data["notices"], written.data
+    hits = tools_search.search_notes(tc, "zebu", None, mode="keyword").hits
+    assert [h.path for h in hits] == [str(p / "notes" / "idea.md")]
+    again = tools_notes.note_write(tc, "append", "idea.md", None, body="more zebu\n")  # the same name finds it
+    assert again.status == "written" and again.path == written.path, again
+    outside = tools_notes.note_write(tc, "create", "scratch/loose.md", None, body="# Loose\n\nthe gnu note\n")
+    assert outside.status == "written" and outside.path == str(p / "scratch" / "loose.md"), outside
+    assert any("search does not find it" in n for n in outside.data["notices"]), outside.data
+
+
+def test_the_cli_answers_json_paths_in_the_one_form_every_tool_takes(project):
+    """Issue 39 item 4: `write --json` and `read --json` printed vault-relative paths, where every
+    MCP tool answers absolute ones."""
+    p = project["p"]
+    wrote = _cli(project, "write", "docs/cli-new.md", "--body", "# CLI\n\nokapi from the terminal\n", "--json")
+    assert wrote.returncode == 0 and json.loads(wrote.stdout)["path"] == str(p / "docs" / "cli-new.md"), wrote
+    read = _cli(project, "read", "guide.md", "--json")
+    assert read.returncode == 0 and json.loads(read.stdout)["path"] == str(p / "docs" / "guide.md"), read
+    found = json.loads(_cli(project, "recall", "okapi", "--json").stdout)
+    paths = [item["path"] for item in found["notes"] + found["lessons"]]
+    assert paths and all(os.path.isabs(path) for path in paths), paths

@@ -170,7 +170,7 @@ def test_a_note_resource_is_the_note_and_the_template_names_any_note(served, vau
     assert content.text == (vault / "kitchen" / "sourdough.md").read_text().rstrip("\n")
     assert content.mime_type == "text/markdown"
     text = guide.contents[0].text
-    assert "4 markdown notes in 1 sources" in text and str(vault) in text and NOTE_TEMPLATE in text
+    assert "4 markdown notes in 1 source" in text and str(vault) in text and NOTE_TEMPLATE in text
 
 
 # Pairs: (a path that exists, one that does not) of each kind get_note refuses.

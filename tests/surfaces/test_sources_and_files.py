@@ -99,7 +99,7 @@ def test_files_and_status_at_the_terminal(projects, tmp_path):
     listed = run("files")
     assert listed.returncode == 0 and listed.stdout.splitlines() == [
         f"orders/docs  {orders / 'docs' / 'setup.md'}  (2 chunks)",
-        f"orders/notes  {orders / 'notes' / 'log.md'}  (1 chunks)"]
+        f"orders/notes  {orders / 'notes' / 'log.md'}  (1 chunk)"]
     as_json = json.loads(run("files", "--source", "orders/notes", "--json").stdout)
     assert as_json == [{"path": str(orders / "notes" / "log.md"), "source": "orders/notes", "chunks": 1, "vectors": 0}]
     unknown = run("files", "--source", "docs")

@@ -92,7 +92,7 @@ def test_a_terminal_session_index_interrupt_status_search_and_finish(env, tmp_pa
     child.expect(pexpect.EOF)
     status = child.before
     assert re.search(rf"^vectors\s+{kept} \(", status, re.M), status
-    assert re.search(rf"^content\s+1 sources, {FILES} files, {FILES * SECTIONS} chunks", status, re.M), status
+    assert re.search(rf"^content\s+1 source, {FILES} files, {FILES * SECTIONS} chunks", status, re.M), status
     assert re.search(r"^rerank\s+off", status, re.M), status
 
     # search with rerank off: no rerank line at all

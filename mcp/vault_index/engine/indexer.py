@@ -202,7 +202,8 @@ def sync(
         # embedding, while the model may still be loading on its thread (SQLite frees the GIL)
         store.prune_vectors()
     if embed:
-        _embed_missing(store, models, report, progress, written=report.indexed > 0)
+        _embed_missing(store, models, report, progress, written=report.indexed > 0,
+                       sources={source_id for _, source_id, _ in targets})  # not other projects' pending chunks
     if report.indexed or report.removed or report.chunks_embedded:
         store.checkpoint()
     report.seconds = time.perf_counter() - started
@@ -402,9 +403,9 @@ def _not_written(report: SyncReport, key: str, same: bool, first_look: bool = Fa
 
 def _embed_missing(
     store: Store, models: Models, report: SyncReport, progress: Progress | None, path: str | None = None,
-    written: bool = False,
+    written: bool = False, sources: set[int] | None = None,
 ) -> None:
-    """Embed the chunks (of `path`, or all) that lack a vector under the model's fingerprint.
+    """Embed the chunks (of `path`, of the `sources` synced, or all) lacking a vector under the model's fingerprint.
 
     The fingerprint is known without loading the model (Models.embed_fingerprint): when no chunk
     lacks a vector the model is never loaded, and the report still says vectors are used. After
@@ -412,7 +413,7 @@ def _embed_missing(
     made while the model still loads on its thread.
     """
     early = models.embed_fingerprint(wait=False) if written else None
-    listed = store.chunks_missing_vectors(early) if early else None
+    listed = store.chunks_missing_vectors(early, sources=sources) if early else None
     fingerprint = models.embed_fingerprint()  # after a load in progress: None when it failed
     if fingerprint is None:
         models.embedder()  # no model (turned off, or its setting cannot resolve): records why
@@ -424,25 +425,25 @@ def _embed_missing(
             report.vector_used = True
         return
     if written and (listed is None or fingerprint != early):
-        listed = store.chunks_missing_vectors(fingerprint)
-    elif not written and not store.any_missing_vectors(fingerprint):
+        listed = store.chunks_missing_vectors(fingerprint, sources=sources)
+    elif not written and not store.any_missing_vectors(fingerprint, sources=sources):
         listed = []
     if listed == []:
         report.vector_used = True  # every chunk has its vector: nothing to load, no lock to wait for
         return
     with _embedding_turn(store, progress) as waited:
-        _embed_pending(store, models, fingerprint, report, progress, None, None if waited else listed)
+        _embed_pending(store, models, fingerprint, report, progress, None, None if waited else listed, sources)
 
 
-def _embed_pending(store: Store, models: Models, fingerprint: str, report: SyncReport,
-                   progress: Progress | None, path: str | None, listed: list | None = None) -> None:
-    pending = store.chunks_missing_vectors(fingerprint, path) if listed is None else listed
+def _embed_pending(store: Store, models: Models, fingerprint: str, report: SyncReport, progress: Progress | None,
+                   path: str | None, listed: list | None = None, sources: set[int] | None = None) -> None:
+    pending = store.chunks_missing_vectors(fingerprint, path, sources) if listed is None else listed
     if pending:
         embedder = models.embedder()
         if embedder is None:
             return  # the model cannot load here: keyword search only (models.embed_error says why)
         if embedder.fingerprint != fingerprint:  # the model's files changed since the fingerprint was taken
-            pending = store.chunks_missing_vectors(embedder.fingerprint, path)
+            pending = store.chunks_missing_vectors(embedder.fingerprint, path, sources)
     report.vector_used = True
     if not pending:
         return

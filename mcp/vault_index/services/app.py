@@ -39,9 +39,10 @@ MAX_NOTE_CHARS = 100_000
 NOTHING_RELEVANT = "nothing relevant"  # how a notice says the hits are not answers; surfaces match on it
 
 
-def nothing_relevant(sure: float, mode: str = "hybrid") -> str:
-    """The notice of an answer under the confidence threshold (services/search/confidence.py)."""
-    limit = confidence.threshold(confidence.kind_of(mode))
+def nothing_relevant(sure: float, kind: str | None = "hybrid") -> str:
+    """The notice of an answer under the threshold of the confidence model `kind` that judged it
+    (services/search/confidence.py)."""
+    limit = confidence.threshold(kind)
     return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {limit:.2f}; "
             "the hits are the nearest notes, not answers")
 
@@ -255,6 +256,11 @@ class App:
             return self.adopt_workspace()
         return report
 
+    def not_indexed_yet(self) -> list[Path]:
+        """The project's own folders and README.md that no source covers yet (the first search or
+        sync indexes them): what the server's instructions say instead of counting them as none."""
+        return self._unadopted_own()
+
     def _unadopted_folders(self) -> list[Path]:
         """What the project indexes by itself and has not registered yet."""
         return self._unadopted_own() + self._agent_memory_unadopted()
@@ -355,7 +361,7 @@ class App:
         if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
-            notices.append(nothing_relevant(result.confidence, result.mode))
+            notices.append(nothing_relevant(result.confidence, result.judged_by))
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result

@@ -135,12 +135,25 @@ def resolve(app, path: str | os.PathLike, *, base: str | Path | Sequence[str | P
     if found:
         return found[0]
     if for_write and first_placed is not None:
-        return first_placed
+        return _new_note_place(app, text, first_placed)
     if never is not None:
         raise never
     if not inside:
         raise OutsideSourcesError(outside(text))
     raise NotFoundError(unseen(text))
+
+
+def _new_note_place(app, text: str, placed: Path) -> Path:
+    """Where a new note goes: one named by a bare file name in a project, under its notes/ (a folder
+    the project indexes, where CLAUDE.md tells agents to write); else where `resolve` placed it.
+    Trigger: `note_write create x.md` landed at the project root, outside every indexed folder."""
+    folder = app.workspace.root
+    if app.workspace.kind != workspaces.PROJECT or folder is None or len(Path(text).parts) != 1:
+        return placed
+    notes = real(folder) / "notes"
+    if placed.parent != real(folder) or (os.path.lexists(notes) and not (notes.is_dir() and not notes.is_symlink())):
+        return placed  # not the project root's, or notes/ is a file or a link: left as named
+    return notes / placed.name
 
 
 def prefix(app, text: str) -> str:

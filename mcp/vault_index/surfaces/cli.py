@@ -21,10 +21,12 @@ from vault_index.surfaces.cli_common import (
     _say,
     add_subquery_flags,
     also_line,
+    counted,
     role_filters,
     subqueries_from,
 )
 from vault_index.surfaces.cli_files import add_parsers as add_file_parsers
+from vault_index.surfaces.cli_files import print_sources
 from vault_index.surfaces.cli_graph import add_parsers as add_graph_parsers
 from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
@@ -73,10 +75,9 @@ def cmd_index(app, args) -> int:
         print(_json(data))
     else:
         print(
-            f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.removed} removed"
+            f"indexed {counted(report.indexed, 'file')}, {report.unchanged} unchanged, {report.removed} removed"
             + (f", {report.stale} older than the version another checkout indexed" if report.stale else "")
-            + "; "
-            f"{report.chunks_embedded} chunks embedded in {report.embed_seconds:.1f} s "
+            + f"; {counted(report.chunks_embedded, 'chunk')} embedded in {report.embed_seconds:.1f} s "
             f"(total {report.seconds:.1f} s)"
         )
         if not report.vector_used:
@@ -101,8 +102,9 @@ def _adopt(app, args, embed: bool = True) -> None:
     no hidden work; what waits for vectors is reported instead."""
     report = app.adopt_workspace(Progress(not args.silent), embed=embed)
     if report is not None and (report.indexed or report.chunks_embedded):  # the embedding catches up anywhere
-        _say(args, f"indexed {report.indexed} notes of {app.workspace.describe()}"
-             + (f"; embedded {report.chunks_embedded} chunks waiting for vectors" if report.chunks_embedded else ""))
+        embedded = f"; embedded {counted(report.chunks_embedded, 'chunk')} waiting for vectors"
+        _say(args, f"indexed {counted(report.indexed, 'note')} of {app.workspace.describe()}"
+             + (embedded if report.chunks_embedded else ""))
 
 
 def cmd_search(app, args) -> int:
@@ -162,19 +164,14 @@ def cmd_sources(app, args) -> int:
         print(_json(sources))
     elif not sources:
         _say(args, "no sources yet: `vault-index index PATH` adds one")
-    for source in sources if not args.json else []:
-        kind = f"  [{source['kind']}: another agent's memory, read-only]" if source.get("kind") else ""
-        print(f"{source['name']}  {source['path']}  ({source['files']} files, {source['chunks']} chunks){kind}")
-        checkouts = source.get("checkouts", [])
-        for checkout in checkouts if len(checkouts) > 1 else []:
-            where = "this machine" if checkout["here"] else "not on this machine"
-            print(f"    checkout {checkout['path']}  ({where})")
+    else:
+        print_sources(sources)
     return 0
 
 
 def cmd_remove(app, args) -> int:
     removed = app.remove(args.path)
-    print(_json({"removed_files": removed}) if args.json else f"removed {args.path} ({removed} files)")
+    print(_json({"removed_files": removed}) if args.json else f"removed {args.path} ({counted(removed, 'file')})")
     return 0
 
 
@@ -187,8 +184,10 @@ def cmd_status(app, args) -> int:
         return 0
     print(f"index     {status['db']} ({status['db_bytes'] / 1e6:.1f} MB)")
     print(f"workspace {status['workspace']['sees']}")
-    print(f"content   {status['sources'].__len__()} sources, {status['files']} files, {status['chunks']} chunks")
-    waiting = f", {status['vectors_pending']} chunks waiting for vectors" if status["vectors_pending"] else ""
+    print(f"content   {counted(len(status['sources']), 'source')}, {counted(status['files'], 'file')}, "
+          f"{counted(status['chunks'], 'chunk')}")
+    pending = status["vectors_pending"]
+    waiting = f", {counted(pending, 'chunk')} waiting for vectors" if pending else ""
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}, "
           f"backend {status['vector_backend']}")
     state = status["rerank_state"]

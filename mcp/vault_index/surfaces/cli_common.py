@@ -97,6 +97,11 @@ class Progress:
         self._bar, self._phase = None, None
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 chunk`, `2 chunks`: a count with its noun in the number it takes ("1 chunks" was printed)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _say(args, message: str) -> None:
     if not getattr(args, "silent", False):
         print(message, file=sys.stderr)

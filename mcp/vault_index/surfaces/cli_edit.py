@@ -15,13 +15,14 @@ from pathlib import Path
 def _edit(app, args, op: str, **fields) -> int:
     from vault_index.services.writes.edit_ops import write_op
     from vault_index.surfaces.cli_common import _finish, _open, typed_path
-    from vault_index.surfaces.outcomes import outcome_dict
+    from vault_index.surfaces.outcomes import absolute, outcome_dict
 
     vault, caller = _open(app, args)
     path = typed_path(app, args.path, vault.root, for_write=True)  # every form a tool takes (issue 39)
     outcome = write_op(app.writer(vault), caller, op, path, base_version=args.base_version,
                        request_id=args.request_id, reason=args.reason, **fields)
-    return _finish(args, outcome_dict(outcome))
+    out = outcome_dict(outcome)
+    return _finish(args, {**out, "path": absolute(vault.root, out["path"])})  # the one form tools answer
 
 
 def _text(args) -> str | None:

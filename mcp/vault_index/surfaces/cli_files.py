@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from vault_index.surfaces.cli_common import counted
+
 
 def cmd_files(app, args) -> int:
     """What the index holds now: no folder is indexed on the way (`sources` and `search` bring the
@@ -24,8 +26,20 @@ def cmd_files(app, args) -> int:
     for row in files:
         waiting = row["chunks"] - row["vectors"] if embedded else 0
         pending = f", {waiting} waiting for vectors" if waiting else ""
-        print(f"{row['source']}  {row['path']}  ({row['chunks']} chunks{pending})")
+        print(f"{row['source']}  {row['path']}  ({counted(row['chunks'], 'chunk')}{pending})")
     return 0
+
+
+def print_sources(sources: list[dict]) -> None:
+    """`vault-index sources` for a person: each source, its counts, its checkouts when several."""
+    for source in sources:
+        kind = f"  [{source['kind']}: another agent's memory, read-only]" if source.get("kind") else ""
+        print(f"{source['name']}  {source['path']}  ({counted(source['files'], 'file')}, "
+              f"{counted(source['chunks'], 'chunk')}){kind}")
+        checkouts = source.get("checkouts", [])
+        for checkout in checkouts if len(checkouts) > 1 else []:
+            where = "this machine" if checkout["here"] else "not on this machine"
+            print(f"    checkout {checkout['path']}  ({where})")
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:

@@ -25,6 +25,7 @@ from vault_index.surfaces.cli_common import (
     typed_path,
 )
 from vault_index.surfaces.cli_edit import add_parsers as add_edit_parsers
+from vault_index.surfaces.outcomes import absolute
 
 
 def _frontmatter_args(args) -> dict | None:
@@ -70,8 +71,8 @@ def cmd_read(app, args) -> int:
         return _finish(args, outcome_dict(view))
     data = {"collection": view.collection, "frontmatter": view.frontmatter, "body": view.body,
             "problems": list(view.problems), "decay": view.decay}
-    out = {"status": "ok", "message": f"read {view.path}", "path": view.path, "version": view.version,
-           "data": jsonable(data)}
+    out = {"status": "ok", "message": f"read {view.path}", "path": absolute(vault.root, view.path),
+           "version": view.version, "data": jsonable(data)}
     if args.json:
         print(_json(out))
     else:
@@ -85,6 +86,7 @@ def cmd_read(app, args) -> int:
 
 
 def _write(app, args, op: str, **fields) -> int:
+    from vault_index.services.access.access import unindexed_notice
     from vault_index.services.writes.write import WriteRequest
     from vault_index.surfaces.outcomes import outcome_dict
 
@@ -93,6 +95,9 @@ def _write(app, args, op: str, **fields) -> int:
     request = WriteRequest(op=op, path=path, base_version=getattr(args, "base_version", None),
                            request_id=getattr(args, "request_id", None), **fields)
     out = outcome_dict(app.writer(vault).write(caller, request))
+    out["path"] = absolute(vault.root, out["path"])  # the one form every tool answers (issue 39)
+    if out["status"] == "written" and (notice := unindexed_notice(app, out["path"])):
+        out["data"]["notices"] = [*out["data"].get("notices", []), notice]
     _list_hints(out, getattr(args, "set", None))
     return _finish(args, out)
 

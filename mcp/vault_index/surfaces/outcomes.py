@@ -7,6 +7,12 @@ so a terminal write does not load pydantic and every output model (about 190 ms 
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
+
+
+def absolute(root, path: str) -> str:
+    """A note's path as every tool answers it (issue 39): absolute, whatever form the vault keeps."""
+    return str(Path(root) / path) if path and not Path(path).is_absolute() else path
 
 
 def is_outcome(value) -> bool:

@@ -91,6 +91,7 @@ def guide(app: App, lock: threading.Lock, full: bool = True) -> str:
     """A short page on this memory, from the index state (as the server instructions are).
 
     `full` False (a caller that may not read every collection): no source paths, no note count."""
+    from vault_index.surfaces.cli_common import counted
     from vault_index.surfaces.prompts import commands
 
     prompts = "\n".join(f"- `{c.name}` ({c.argument}): {c.description}" for c in commands())
@@ -100,8 +101,10 @@ def guide(app: App, lock: threading.Lock, full: bool = True) -> str:
         sources = "\n".join(f"- {s['path']}" for s in status["sources"][:20]) or "- none yet: call index_paths"
         more = len(status["sources"]) - 20
         search = "hybrid keyword + vector search" if status["vectors_live"] else "keyword search (no vectors yet)"
-        holds = (f"{status['files']} markdown notes in {len(status['sources'])} sources, {search}:\n"
-                 f"{sources}\n" + (f"- and {more} more (list_sources)\n" if more > 0 else ""))
+        waiting = ", ".join(map(str, app.not_indexed_yet()))  # not counted as none before the first search
+        holds = ((f"Not indexed yet (the first search or recall indexes them): {waiting}.\n" if waiting else "")
+                 + f"{counted(status['files'], 'markdown note')} in {counted(len(status['sources']), 'source')}, "
+                 f"{search}:\n{sources}\n" + (f"- and {more} more (list_sources)\n" if more > 0 else ""))
     else:
         holds = "Markdown notes; `list_sources` shows the ones you may read.\n"
     return (

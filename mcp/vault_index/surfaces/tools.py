@@ -126,8 +126,9 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
     if vault_root:  # the server serves that vault (or project): its workspace decides what is seen
         app.serve_from(Path(vault_root).expanduser().resolve())
     vaults = _Vaults(app, served_root(app.workspace, vault_root))
-    text = instructions_text or instructions(app.status() if _reads_all(vaults, caller_factory) else None,
-                                             memory_file, app.fact_visible())
+    reads_all = _reads_all(vaults, caller_factory)
+    text = instructions_text or instructions(app.status() if reads_all else None, memory_file, app.fact_visible(),
+                                             app.not_indexed_yet() if reads_all else ())
     server = _Server("vault-index", version=__version__, instructions=text)
     server.middleware.append(_advertise_list_changed)  # initialize is answered before register() runs
 
@@ -176,11 +177,27 @@ def _reads_all(vaults, caller_factory) -> bool:
         return False
 
 
-def instructions(status: dict | None, memory_file: Path | None = None, visible=None) -> str:
+def holdings(status: dict, waiting=()) -> str:
+    """"N markdown notes in M sources (paths)", and first what is not indexed yet (`waiting`: the
+    project's own folders no source covers), not counted as none ("0 markdown notes" was said in a
+    project whose docs/ held fifty, before the first search)."""
+    from vault_index.surfaces.cli_common import counted
+
+    sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
+    held = f"{counted(status['files'], 'markdown note')} in {counted(len(status['sources']), 'source')} ({sources})"
+    if not waiting:
+        return held
+    pending = ", ".join(map(str, waiting))
+    return (f"{pending} {'is' if len(waiting) == 1 else 'are'} not indexed yet (the first search or "
+            "recall indexes them)" + (f"; so far {held}" if status["sources"] else ""))
+
+
+def instructions(status: dict | None, memory_file: Path | None = None, visible=None, waiting=()) -> str:
     """Built from the index state so the agent knows what it can find before it asks.
 
     `status` None (a caller that may not read everything): the same guidance without the sources'
-    paths, the note count or the graph's size; list_sources answers within the caller's grant."""
+    paths, the note count or the graph's size; list_sources answers within the caller's grant.
+    `waiting`: the project's own folders not indexed yet (App.not_indexed_yet)."""
     if status is None:
         return ("Long-term memory of markdown notes: search them with search_notes (or recall, which "
                 "also searches lessons and the memory graph) before answering questions about past work, "
@@ -188,17 +205,15 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
                 "answer beside the question; cite the path and heading of each hit, "
                 "and open a note with get_note when a snippet is not enough. list_sources shows what you "
                 "may read. Curated vault notes: note_read, then note_write with the version you read.")
-    sources = ", ".join(s["path"] for s in status["sources"][:5]) or "none yet"
     vectors = (
         "hybrid keyword + vector search is live"
         if status["vectors_live"]
         else "only keyword search is live (no vectors yet)"
     )
     return (
-        f"Long-term memory: {status['files']} markdown notes in {len(status['sources'])} sources "
-        f"({sources}); {vectors}. Search these notes with search_notes before answering questions "
-        "about past work, decisions, people or lessons, instead of guessing, passing keywords (the "
-        "notes' likely terms) and a hypothetical answer beside the question; cite the path and "
+        f"Long-term memory: {holdings(status, waiting)}; {vectors}. Search these notes with search_notes "
+        "before answering questions about past work, decisions, people or lessons, instead of guessing, "
+        "passing keywords (the notes' likely terms) and a hypothetical answer beside the question; cite the path and "
         "heading of each hit, and open a note with get_note when a snippet is not enough. "
         "index_paths adds a folder; list_sources shows what is indexed. "
         + (graph_summary(memory_file, visible) if memory_file else "")

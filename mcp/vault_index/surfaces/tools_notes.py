@@ -7,7 +7,6 @@ so a test can call `note_write(tc, op, path, ctx, ...)` without a server.
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
@@ -15,8 +14,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from vault_index.services import boundary
+from vault_index.services.access.access import unindexed_notice
 from vault_index.services.graph import linkgraph
-from vault_index.surfaces.outcomes import is_outcome, jsonable
+from vault_index.surfaces.outcomes import absolute, is_outcome, jsonable
 from vault_index.surfaces.shapes import (
     OutcomeOut,
     outcome_out,
@@ -48,11 +48,6 @@ def note_read(tc: ToolContext, path: NotePath, ctx: Context, history: bool = Fal
         data["history"] = found if isinstance(found, list) else []
     return OutcomeOut(status="ok", message=f"read {view.path}", path=absolute(vault.root, view.path),
                       version=view.version, data=jsonable(data))
-
-
-def absolute(root, path: str) -> str:
-    """A note's path as every tool answers it (issue 39): absolute, whatever form the vault keeps."""
-    return str(Path(root) / path) if path and not Path(path).is_absolute() else path
 
 
 def note_write(
@@ -90,7 +85,10 @@ def note_write(
                                    heading=heading or None, find=find or None, count=count,
                                    new_path=new_path or None),
                            writer, caller, op, path), writer)
-    return out.model_copy(update={"path": absolute(vault.root, out.path)})
+    out = out.model_copy(update={"path": absolute(vault.root, out.path)})
+    if out.status == "written" and (notice := tc.call(unindexed_notice, tc.app, out.path)):
+        out.data["notices"] = [*out.data.get("notices", []), notice]
+    return out
 
 
 def note_links(

@@ -41,7 +41,7 @@ def collect(app, corpus: str, questions, own: str, others: int, modes: tuple[str
     for q in questions:
         for mode in modes:
             result = app.search(q.query, mode, 5, per_note=True)
-            kind = confidence.kind_of(result.mode)
+            kind = result.judged_by  # the model whose signals these are
             if kind is None:
                 continue
             files = [h.path for h in result.hits]

@@ -315,11 +315,11 @@ class LocalPaths:
         roots = self.roots()
         return [(roots.local(p), m) for p, m in self.inner.problems()]
 
-    def chunks_missing_vectors(self, model: str, path: str | None = None):
-        return self.inner.chunks_missing_vectors(model, None if path is None else self.roots().stored(path))
+    def chunks_missing_vectors(self, model: str, path: str | None = None, sources=None):
+        return self.inner.chunks_missing_vectors(model, None if path is None else self.roots().stored(path), sources)
 
-    def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
-        return self.inner.any_missing_vectors(model, None if path is None else self.roots().stored(path))
+    def any_missing_vectors(self, model: str, path: str | None = None, sources=None) -> bool:
+        return self.inner.any_missing_vectors(model, None if path is None else self.roots().stored(path), sources)
 
     def chunk_rows(self, ids) -> dict:
         roots = self.roots()

@@ -29,27 +29,32 @@ from vault_index.engine.stores.pg_schema import (
 if TYPE_CHECKING:
     from vault_index.engine.stores.pg_store import PgStore
 from vault_index.engine.stores.pg_sql import _blob, ef_search_for
-from vault_index.engine.stores.rows import missing_vector_probe, pending_vectors_sql
+from vault_index.engine.stores.rows import missing_vector_probe, pending_vectors_sql, source_filter
 
 
 class PgVectors:
     """PgStore's vector methods; `self.db`, `self.transaction` and `self._numpy` come from PgStore."""
 
-    def chunks_missing_vectors(self, model: str, path: str | None = None) -> list[tuple[str, str, str, str]]:
+    def chunks_missing_vectors(self, model: str, path: str | None = None,
+                               sources: Iterable[int] | None = None) -> list[tuple[str, str, str, str]]:
         where, args = "e.hash IS NULL", [model]
         if path is not None:
             where += " AND f.path = %s"
             args.append(path)
+        ids = None if sources is None else list(sources)
+        where += source_filter(None if ids is None else len(ids), "%s")
         return [tuple(r) for r in self.db.execute(
             "SELECT c.hash, MIN(c.title), MIN(c.heading), MIN(c.text) FROM chunks c JOIN files f ON f.id = c.file_id "
             f"LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = %s WHERE {where} GROUP BY c.hash ORDER BY c.hash",
-            args,
+            [*args, *(ids or ())],
         )]
 
-    def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
-        """Whether any chunk (of `path`, or any) has no vector for `model`: every sync asks."""
-        args = (model,) if path is None else (path, model)
-        return self.db.execute(missing_vector_probe(path is not None, "%s"), args).fetchone() is not None
+    def any_missing_vectors(self, model: str, path: str | None = None, sources: Iterable[int] | None = None) -> bool:
+        """Whether any chunk (of `path`, of `sources`, or any) has no vector for `model`: every sync asks."""
+        ids = None if sources is None else list(sources)
+        args = ((model,) if path is None else (path, model)) + tuple(ids or ())
+        return self.db.execute(missing_vector_probe(path is not None, "%s", None if ids is None else len(ids)),
+                               args).fetchone() is not None
 
     def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         np = self._numpy()

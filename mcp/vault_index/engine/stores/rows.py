@@ -43,14 +43,25 @@ def _finite(value):
     return value
 
 
-def missing_vector_probe(one_path: bool, mark: str) -> str:
+def missing_vector_probe(one_path: bool, mark: str, sources: int | None = None) -> str:
     """Whether any chunk (of one path) has no vector for a model, from the chunks' hash index alone
     (100k chunks: 0.24 s here, against 0.51 s for listing them with their FTS5 titles). Parameters:
-    (model), or (path, model) with `one_path`; `mark` is the driver's placeholder."""
+    (model), or (path, model) with `one_path`, then `sources` source ids (source_filter); `mark`
+    is the driver's placeholder."""
     missing = f"NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = {mark})"
-    if not one_path:
+    if not one_path and sources is None:
         return f"SELECT 1 FROM chunks c WHERE {missing} LIMIT 1"
-    return f"SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = {mark} AND {missing} LIMIT 1"
+    where = f"f.path = {mark} AND {missing}" if one_path else missing
+    return (f"SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id WHERE {where}"
+            f"{source_filter(sources, mark)} LIMIT 1")
+
+
+def source_filter(count: int | None, mark: str) -> str:
+    """` AND f.source_id IN (...)` for `count` source ids (none: no filter; zero: matches nothing).
+    A sync embeds only the sources it synced, not every project's pending chunks (issue 39)."""
+    if count is None:
+        return ""
+    return f" AND f.source_id IN ({', '.join([mark] * count)})" if count else " AND 1 = 0"
 
 
 def pending_vectors_sql(mark: str) -> str:

@@ -6,18 +6,22 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from vault_index.engine.stores.rows import missing_vector_probe, pending_vectors_sql
+from vault_index.engine.stores.rows import missing_vector_probe, pending_vectors_sql, source_filter
 
 
 class SqliteVectors:
     """Store's vector methods; `self.db` and `self.transaction` come from Store."""
 
-    def chunks_missing_vectors(self, model: str, path: str | None = None) -> list[tuple[str, str, str, str]]:
+    def chunks_missing_vectors(self, model: str, path: str | None = None,
+                               sources: Iterable[int] | None = None) -> list[tuple[str, str, str, str]]:
         """(hash, title, heading, text) of every distinct chunk with no vector for `model`.
 
         With `path`, only that file's chunks: a single-file re-index must not scan the whole
-        index (bench, 100k chunks: about 1 s for the full scan).
+        index (bench, 100k chunks: about 1 s for the full scan). With `sources` (source ids),
+        only theirs: a sync embeds what it synced, not another project's pending chunks.
         """
+        ids = None if sources is None else list(sources)
+        narrow = source_filter(None if ids is None else len(ids), "?")
         # The title as indexed (with aliases, chunks_fts), as chunk_note hashed it.
         columns = "c.hash, MIN(t.title), MIN(c.heading), MIN(c.text)"
         if path is None:
@@ -26,16 +30,19 @@ class SqliteVectors:
             return list(self.db.execute(
                 f"SELECT {columns} FROM chunks c CROSS JOIN files f ON f.id = c.file_id "
                 "CROSS JOIN chunks_fts t ON t.rowid = c.id WHERE NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = ?) GROUP BY c.hash", (model,)))
+                f"(SELECT 1 FROM embeddings e WHERE e.hash = c.hash AND e.model = ?){narrow} GROUP BY c.hash",
+                (model, *(ids or ()))))
         return list(self.db.execute(
             f"SELECT {columns} FROM chunks c JOIN files f ON f.id = c.file_id JOIN chunks_fts t ON t.rowid = c.id "
-            "LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = ? WHERE e.hash IS NULL AND f.path = ? "
-            "GROUP BY c.hash", (model, path)))
+            f"LEFT JOIN embeddings e ON e.hash = c.hash AND e.model = ? WHERE e.hash IS NULL AND f.path = ?{narrow} "
+            "GROUP BY c.hash", (model, path, *(ids or ()))))
 
-    def any_missing_vectors(self, model: str, path: str | None = None) -> bool:
-        """Whether any chunk (of `path`, or any) has no vector for `model`: every sync asks."""
-        args = (model,) if path is None else (path, model)
-        return self.db.execute(missing_vector_probe(path is not None, "?"), args).fetchone() is not None
+    def any_missing_vectors(self, model: str, path: str | None = None, sources: Iterable[int] | None = None) -> bool:
+        """Whether any chunk (of `path`, of `sources`, or any) has no vector for `model`: every sync asks."""
+        ids = None if sources is None else list(sources)
+        args = ((model,) if path is None else (path, model)) + tuple(ids or ())
+        probe = missing_vector_probe(path is not None, "?", None if ids is None else len(ids))
+        return self.db.execute(probe, args).fetchone() is not None
 
     def put_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         with self.transaction() as db:

@@ -100,6 +100,16 @@ def is_indexed(app, path: str | Path) -> bool:
     return app.store.file_record(os.path.realpath(os.fspath(path))) is not None
 
 
+def unindexed_notice(app, path: str | Path) -> str | None:
+    """What a note write says when no source indexes the note it wrote (None when one does).
+    Trigger: `note_write create x.md` landed at a project's root, unindexed, and nothing said so."""
+    if is_indexed(app, path):
+        return None
+    own = "docs/, notes/ and README.md of the project" if app.workspace.kind == "project" else "the sources"
+    return (f"written, but not indexed: {path} lies outside the indexed folders ({own}), or their rules "
+            "skip it (hidden, secrets/, .indexignore): search does not find it")
+
+
 def visible_entities(entities: list[dict], scope: Scope) -> list[dict]:
     """Entities whose source the caller may read, without facts sourced from notes it may not."""
     if scope.reads_all:

@@ -203,27 +203,40 @@ class Searcher:
         if per_note:
             order, others = best_per_note(order, rows)
         ran = mode_run(mode, vector_used, reranked)
-        signals, sure = self._confidence(ran, order, rows, trace)
+        judged_by, signals, sure = self._confidence(ran, order, rows, trace, notices)
         order = order[:limit]
         shown = trace if explain else None
         hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=len(others.get(cid, ())),
                              also=tuple(section_of(row) for row in others.get(cid, ())[:MAX_ALSO]))
                      for cid, score in order if cid in rows)
         return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
-                            relevant=sure is not None and sure >= confidence.threshold(confidence.kind_of(ran)),
-                            signals=signals)
+                            relevant=sure is not None and sure >= confidence.threshold(judged_by),
+                            signals=signals, judged_by=judged_by)
 
-    def _confidence(self, ran: str, order: list[tuple[int, float]], rows: dict, trace: _Trace):
-        """(signals, confidence) of the first hit of `order` (services/search/confidence.py); no
-        hit at all is confidence 0, a mode without a model (grep) None."""
+    def _confidence(self, ran: str, order: list[tuple[int, float]], rows: dict, trace: _Trace, notices: list[str]):
+        """(the model that judged it, signals, confidence) of the first hit of `order`
+        (services/search/confidence.py); no hit at all is confidence 0, a mode without a model (grep) None."""
         kind = confidence.kind_of(ran)
         top, second = confidence.first_two_notes(order, rows)
         if kind is None or top is None:
-            return {}, (None if kind is None else 0.0)
+            return kind, {}, (None if kind is None else 0.0)
+        if kind == "hybrid" and top not in trace.note and not self._has_vector(top):
+            # Trigger: a right answer whose chunk still waited for its vector scored 0.20 ("nothing
+            # relevant"), 0.98 once embedded: the hybrid model read the missing side as evidence
+            # against it. Outcome: such a first hit is judged as a keyword-only run would judge it.
+            kind = "keyword"
+            notices.append("the first hit has no vector yet: its confidence is the keyword side's")
         if trace.deferred is not None:  # a keyword-only run: its signals from the rows read for the hits
             self._keyword_signals(*trace.deferred, trace, rows, {top, second})
         signals = confidence.signals(kind, top, second, trace)
-        return signals, confidence.score(kind, signals)
+        return kind, signals, confidence.score(kind, signals)
+
+    def _has_vector(self, chunk_id: int) -> bool:
+        """Whether the chunk has a vector of the model the vector side searched with (asked only
+        when its note's similarity is unknown: note_similarity answers for chunks with a vector)."""
+        index = self.vector_index()
+        return index is not None and any(cid == chunk_id for cid, _, _ in self.store.file_vectors(index.model,
+                                                                                                 [chunk_id]))
 
     # --- stages -----------------------------------------------------------------------------
 
