@@ -10,6 +10,8 @@ opening text.
 
 from __future__ import annotations
 
+import re
+
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
 # How far before the first query word a window into one long line starts (a quarter of the budget).
 LEAD_IN_SHARE = 4
