@@ -21,6 +21,8 @@ MAX_ALIASES = 20  # names a note is also known by; more is not a list of aliases
 # put `{ #cors-setup }` in every heading path a hit shows and in the text embedded for its chunks.
 _ATTRIBUTE = r"""(?:[#.][^\s{}"']+|-|[A-Za-z_][\w.:-]*=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
 _HEADING_ATTRIBUTES = re.compile(rf"\s*\{{:?\s*{_ATTRIBUTE}(?:\s+{_ATTRIBUTE})*\s*\}}\s*$")
+# A raw HTML anchor (`<a id="legacy"></a>`, `<a name=x/>`): a link target the page never shows.
+HTML_ANCHOR = re.compile(r"""<a\s+(?:name|id)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*?)\s*/?>(?:\s*</a>)?""", re.IGNORECASE)
 _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
 # Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
 # expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
@@ -298,9 +300,9 @@ def _structure(body: str) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
 
 
 def heading_text(raw: str) -> str:
-    """A heading as words: its text without a trailing attribute block (kept when that is all it has)."""
-    text = raw.strip()
-    return _HEADING_ATTRIBUTES.sub("", text) or text
+    """A heading as words: its text without a trailing attribute block or an HTML anchor (kept when that is all it has)."""
+    text = HTML_ANCHOR.sub("", raw).strip() if "<a" in raw or "<A" in raw else raw.strip()
+    return _HEADING_ATTRIBUTES.sub("", text) or text or raw.strip()
 
 
 def alias_title(note: Note) -> str:

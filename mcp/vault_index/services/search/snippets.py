@@ -10,15 +10,12 @@ opening text.
 
 from __future__ import annotations
 
-import re
+from vault_index.engine.parsing.parse import HTML_ANCHOR as _ANCHOR  # stripped from every snippet
 
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
 # How far before the first query word a window into one long line starts (a quarter of the budget).
 LEAD_IN_SHARE = 4
 WORD_START_SLACK = 40  # a window moves forward this far at most to begin on a word
-# A raw HTML anchor (`<a name="x"></a>`, `<a id="y"/>`: a target, no link) is markup a reader never
-# sees; MkDocs-style pages open sections with one, and it was the snippet's first line (issue 39).
-_ANCHOR = re.compile(r"""<a\s+(?:name|id)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*?)\s*/?>(?:\s*</a>)?""", re.IGNORECASE)
 
 
 def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
