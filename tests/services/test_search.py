@@ -295,6 +295,28 @@ def test_one_hit_per_note_keeps_each_notes_best_chunk_and_counts_the_rest(tmp_pa
     assert all(not h.also and not h.more for h in chunks)
 
 
+def test_a_decision_record_is_shown_by_its_prose_not_its_status_block(tmp_path, open_app):
+    """Issue 39 item 8: asked by its title, a decision record's best chunk is its status block, and
+    the hit showed `Status: accepted Date: ... Deciders: ...`. The note keeps its rank and score;
+    the hit shows its best matched chunk with prose, and names the status block among the others."""
+    context = "Payment calls were repeated without a limit, so an outage tripled the load on the gateway. " * 20
+    write(tmp_path / "docs", "0004-retry-budget.md", "# 0004: Retry budget for payment calls\n\nStatus: accepted\n"
+          f"Date: 2026-04-02\n- **Deciders:** checkout team\n\n## Context\n\n{context}\n")
+    write(tmp_path / "docs", "0005-status-only.md", "# 0005: Retry budget for payment refunds\n\nStatus: proposed\n")
+    app = open_app(None)
+    app.index([str(tmp_path / "docs")])
+    chunks = app.search("retry budget for payment calls", "keyword", 10, per_note=False).hits
+    notes = app.search("retry budget for payment calls", "keyword", 10, per_note=True).hits
+    record = next(h for h in notes if h.path.endswith("0004-retry-budget.md"))
+    best = next(h for h in chunks if h.path.endswith("0004-retry-budget.md"))
+    assert best.snippet.startswith("Status: accepted")  # the chunk view is unchanged
+    assert not record.snippet.startswith("Status") and "payment" in record.snippet.lower()
+    assert record.heading != best.heading and record.score == best.score
+    assert any(a.heading == best.heading for a in record.also)
+    alone = next(h for h in notes if h.path.endswith("0005-status-only.md"))
+    assert alone.snippet == "Status: proposed"  # no prose to show: its best chunk stays
+
+
 def test_one_hit_per_note_is_the_default_and_names_the_notes_other_sections(tmp_path, open_app):
     """Issue 39 item 7: one default for every surface (App.search): one hit per note, listing where
     its other matched sections lie (heading and lines, the first MAX_ALSO, best first); `more`
@@ -391,3 +413,17 @@ def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_i
     pending = [n for n in result.notices if "no vector" in n]
     assert len(pending) == 1 and pending[0].startswith(f"1 chunk of mine ({mine}) has no vector yet"), pending
     assert not [n for n in app.search("wombat", mode="keyword").notices if "no vectors" in n]  # none asked for
+
+
+def test_recall_folds_a_decision_records_hits_onto_its_prose_too():
+    """recall folds chunk hits per note itself (per_note.hits_per_note): the same rule as search."""
+    from vault_index.services.search.per_note import hits_per_note
+    from vault_index.types import Hit
+
+    status = Hit("/d/0004.md", "0004: Retry budget", 3, 5, 0.9, "Status: accepted\nDate: 2026-04-02\nDeciders: checkout")
+    prose = Hit("/d/0004.md", "0004: Retry budget > Context", 9, 12, 0.5, "Payment calls were repeated without a limit.")
+    other = Hit("/d/0005.md", "0005: Status only", 3, 3, 0.4, "Status: proposed")
+    folded = hits_per_note([status, prose, other])
+    assert [(h.heading, h.score, h.more) for h in folded] == [("0004: Retry budget > Context", 0.9, 1),
+                                                             ("0005: Status only", 0.4, 0)]
+    assert folded[0].also[0].heading == "0004: Retry budget"

@@ -8,6 +8,7 @@ on request (`--chunks`, `per_note: false`) and in the eval, which scores chunk r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TypeVar
@@ -43,6 +44,35 @@ def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tupl
     return [first for first, _ in groups], {first[0]: [rows[cid] for cid, _ in rest] for first, rest in groups}
 
 
+# A metadata line of a decision record or a status block: `Status: accepted`, `- **Date:** 2026-04-02`.
+_FIELD = re.compile(r"^(?:[-*]\s+)?(?:\*\*|__)?[A-Za-z][\w /-]{0,40}(?:\*\*|__)?\s*:(?:\*\*|__)?(?:\s.{0,160})?$")
+
+
+def no_prose(text: str) -> bool:
+    """Whether a chunk's text is only metadata lines (or nothing: a heading right above another)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return len(lines) <= 12 and all(_FIELD.match(line) for line in lines)
+
+
+def prefer_prose(order: list[tuple[int, float]], others: dict[int, list], rows: dict):
+    """Trigger: a decision record's best chunk is often its status block (the title holds the
+    query's words), and its snippet was `Status: accepted Date: ... Deciders: ...` (issue 39 item 8).
+    Outcome: such a note is shown by its best matched chunk with prose, at the same rank and score;
+    the status block joins its other sections. A note with no such chunk keeps its best."""
+    shown, kept = [], dict(others)
+    for cid, score in order:
+        rest = kept.get(cid, [])
+        prose = next((row for row in rest if not no_prose(row.text)), None) if cid in rows and no_prose(rows[cid].text) \
+            else None
+        if prose is None:
+            shown.append((cid, score))
+            continue
+        del kept[cid]
+        kept[prose.id] = [rows[cid]] + [row for row in rest if row is not prose]
+        shown.append((prose.id, score))
+    return shown, kept
+
+
 def section_of(found) -> SectionRef:
     """A row or a hit as a section reference."""
     return SectionRef(found.heading, found.line_start, found.line_end)
@@ -50,8 +80,13 @@ def section_of(found) -> SectionRef:
 
 def hits_per_note(hits: Iterable[Hit]) -> list[Hit]:
     """Hits (chunks) folded into one per note, as the Searcher folds its candidates (recall's notes)."""
-    return [replace(first, more=len(rest), also=tuple(section_of(h) for h in rest[:MAX_ALSO]))
-            for first, rest in group_by_note(hits, lambda hit: hit.path)]
+    folded = []
+    for first, rest in group_by_note(hits, lambda hit: hit.path):
+        prose = next((h for h in rest if not no_prose(h.snippet)), None) if no_prose(first.snippet) else None
+        if prose is not None:  # as prefer_prose: the note's rank and score, its prose shown
+            first, rest = replace(prose, score=first.score), [first] + [h for h in rest if h is not prose]
+        folded.append(replace(first, more=len(rest), also=tuple(section_of(h) for h in rest[:MAX_ALSO])))
+    return folded
 
 
 def section_dict(section: SectionRef) -> dict:

@@ -25,7 +25,7 @@ from vault_index.engine.parsing.chunk import embed_text_for
 from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
 from vault_index.services.search import confidence, dates, fusion, subqueries
-from vault_index.services.search.per_note import MAX_ALSO, best_per_note, section_of
+from vault_index.services.search.per_note import MAX_ALSO, best_per_note, prefer_prose, section_of
 from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
 from vault_index.services.search.snippets import snippet
 from vault_index.services.search.subqueries import SubQueries
@@ -205,6 +205,8 @@ class Searcher:
         ran = mode_run(mode, vector_used, reranked)
         judged_by, signals, sure = self._confidence(ran, order, rows, trace, notices)
         order = order[:limit]
+        if per_note:  # after the confidence: it judges the note's best chunk, the hit shows its prose
+            order, others = prefer_prose(order, others, rows)
         shown = trace if explain else None
         hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=len(others.get(cid, ())),
                              also=tuple(section_of(row) for row in others.get(cid, ())[:MAX_ALSO]))
