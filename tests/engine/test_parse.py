@@ -59,7 +59,8 @@ def test_heading_attribute_blocks_stay_out_of_titles_and_heading_paths():
 def test_html_anchors_stay_out_of_heading_paths():
     """A raw `<a id=...></a>` opening a heading is a link target, not words (a walkthrough of issue
     39 saw `Cross-origin settings > <a id="legacy"></a>Legacy origin list`); a real link stays."""
-    note = parse_note("/d/cors.md", '# Cross-origin settings\n\nintro\n\n## <a id="legacy"></a>Legacy origin list\n\na\n\n'
+    note = parse_note("/d/cors.md", '# Cross-origin settings\n\nintro\n\n'
+                                    '## <a id="legacy"></a>Legacy origin list\n\na\n\n'
                                     "## <A NAME=old/>Old list\n\nb\n\n## See <a href=\"x.md\">x</a>\n\nc\n")
     assert [s.heading for s in note.sections][1:] == [
         "Cross-origin settings > Legacy origin list", "Cross-origin settings > Old list",

@@ -413,17 +413,3 @@ def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_i
     pending = [n for n in result.notices if "no vector" in n]
     assert len(pending) == 1 and pending[0].startswith(f"1 chunk of mine ({mine}) has no vector yet"), pending
     assert not [n for n in app.search("wombat", mode="keyword").notices if "no vectors" in n]  # none asked for
-
-
-def test_recall_folds_a_decision_records_hits_onto_its_prose_too():
-    """recall folds chunk hits per note itself (per_note.hits_per_note): the same rule as search."""
-    from vault_index.services.search.per_note import hits_per_note
-    from vault_index.types import Hit
-
-    status = Hit("/d/0004.md", "0004: Retry budget", 3, 5, 0.9, "Status: accepted\nDate: 2026-04-02\nDeciders: checkout")
-    prose = Hit("/d/0004.md", "0004: Retry budget > Context", 9, 12, 0.5, "Payment calls were repeated without a limit.")
-    other = Hit("/d/0005.md", "0005: Status only", 3, 3, 0.4, "Status: proposed")
-    folded = hits_per_note([status, prose, other])
-    assert [(h.heading, h.score, h.more) for h in folded] == [("0004: Retry budget > Context", 0.9, 1),
-                                                             ("0005: Status only", 0.4, 0)]
-    assert folded[0].also[0].heading == "0004: Retry budget"

@@ -300,7 +300,7 @@ def _structure(body: str) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
 
 
 def heading_text(raw: str) -> str:
-    """A heading as words: its text without a trailing attribute block or an HTML anchor (kept when that is all it has)."""
+    """A heading as words: no trailing attribute block, no HTML anchor (kept when that is all it has)."""
     text = HTML_ANCHOR.sub("", raw).strip() if "<a" in raw or "<A" in raw else raw.strip()
     return _HEADING_ATTRIBUTES.sub("", text) or text or raw.strip()
 

@@ -62,8 +62,8 @@ def prefer_prose(order: list[tuple[int, float]], others: dict[int, list], rows: 
     shown, kept = [], dict(others)
     for cid, score in order:
         rest = kept.get(cid, [])
-        prose = next((row for row in rest if not no_prose(row.text)), None) if cid in rows and no_prose(rows[cid].text) \
-            else None
+        bare = cid in rows and no_prose(rows[cid].text)
+        prose = next((row for row in rest if not no_prose(row.text)), None) if bare else None
         if prose is None:
             shown.append((cid, score))
             continue
