@@ -24,6 +24,7 @@ roles:
 git: {commit: true}
 """
 HIDDEN_WORD = "quokkasecretword"  # in the other project's note and in beta: never on an alpha reader's page
+MANY = 60
 AGENT_TEXT = "The pump primes in ninety seconds, says the agent."
 
 
@@ -46,6 +47,10 @@ def site(tmp_path, monkeypatch):
     write(root, "alpha/valve.md", note("Valve", "The valve sits after the pump."))
     write(root, "alpha/idea.md", note("Idea", "A draft idea about the pump housing.", status="draft"))
     write(root, "beta/budget.md", note("Budget", f"The {HIDDEN_WORD} budget for the pump."))
+    write(root, "secrets/keys.md", "# Keys\n\npump key 1234\n")
+    for n in range(MANY):  # more notes that say "priming impeller" than either side's cut-off (50)
+        words = f"Priming impeller pump, priming impeller pump {n}."
+        write(root, f"beta/impeller-{n:02}.md", note(f"Impeller {n}", words))
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "setup")

@@ -29,7 +29,9 @@ UI = "/ui"
 HERE = Path(__file__).parent
 CSP = ("default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
-HEADERS = {"content-security-policy": CSP, "x-frame-options": "DENY", "referrer-policy": "no-referrer",
+# Trigger: with no-referrer Chromium sent `Origin: null` on our own form posts, which same_site refuses.
+# Outcome: same-origin: our pages get their origin, other sites get no referrer (nor the login link).
+HEADERS = {"content-security-policy": CSP, "x-frame-options": "DENY", "referrer-policy": "same-origin",
            "cache-control": "no-store", "x-content-type-options": "nosniff"}
 
 
