@@ -1,4 +1,4 @@
-"""The miss explainer (services/search/why.py): each verdict, from the same pipeline as every hit."""
+"""The miss explainer (services/why.py): each verdict, from the same pipeline as every hit."""
 
 from __future__ import annotations
 

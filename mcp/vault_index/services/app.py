@@ -369,9 +369,9 @@ class App:
         return filters or Filters()
 
     def why(self, query: str, path: str, **how) -> dict:
-        """Where the note at `path` stands for `query`, and why it is not a hit (services/search/why.py):
+        """Where the note at `path` stands for `query`, and why it is not a hit (services/why.py):
         the one explainer of the CLI's --why, search_notes' `why` and the page's inspector."""
-        from vault_index.services.search.why import why_not
+        from vault_index.services.why import why_not
 
         return why_not(self, query, path, **how)
 

@@ -109,7 +109,7 @@ def cmd_search(app, args) -> int:
         result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source,
                             per_note=args.per_note, subqueries=subqueries)
         shown = result_json(result, args.explain)
-        if args.why:  # the inspector's answer for that note (services/search/why.py)
+        if args.why:  # the inspector's answer for that note (services/why.py)
             shown["why"] = app.why(query, typed_path(app, args.why), mode=args.mode, limit=args.n, filters=filters,
                                    source=args.source, per_note=args.per_note)
         if args.json or batch:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from vault_index.surfaces.cli_common import _say
+from vault_index.surfaces.cli_common import Progress, _say
 
 
 def why_lines(why: dict) -> list[str]:
-    """services/search/why.py's answer as the terminal prints it."""
+    """services/why.py's answer as the terminal prints it."""
     kind = f" ({why['kind'].replace('_', ' ')})" if why.get("kind") else ""
     lines = [f"why {why['path']}: {why['verdict'].replace('_', ' ')}{kind}: {why['reason']}"]
     for name in ("keyword", "vector"):
@@ -21,10 +21,9 @@ def why_lines(why: dict) -> list[str]:
 
 def cmd_ui(app, args) -> int:
     """Serve the pages on 127.0.0.1 at a free port until Ctrl-C; print (and open) the one-time link."""
-    from vault_index.surfaces.cli import _adopt
     from vault_index.surfaces.web import Background, local_asgi
 
-    _adopt(app, args)
+    app.adopt_workspace(Progress(not args.silent))  # the project's own folders first, as `search` does
     made: dict = {}
 
     def asgi_for(port: int):

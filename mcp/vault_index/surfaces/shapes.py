@@ -34,7 +34,7 @@ class SearchOut(BaseModel):
     relevant: bool = False
     notices: list[str]
     hits: list[HitOut]
-    why: dict | None = None  # with `why`: where that note stands and why (services/search/why.py)
+    why: dict | None = None  # with `why`: where that note stands and why (services/why.py)
 
 
 class NoteOut(BaseModel):

@@ -201,7 +201,7 @@ class Searcher:
 
     def allowed(self, filters: Filters) -> set[int] | None:
         """The chunk ids every stage may return under `filters` (the filters, the read grants, the
-        workspace's roots); None: no restriction. The miss explainer (services/search/why.py) reads it too."""
+        workspace's roots); None: no restriction. The miss explainer (services/why.py) reads it too."""
         allowed = None
         if filters.active():
             allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status,
