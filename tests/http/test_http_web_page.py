@@ -21,6 +21,8 @@ def test_serve_http_serves_the_pages_behind_its_tokens(tmp_path):
         foreign = anonymous.post("/ui/login", data={"token": reader}, headers={"origin": "https://evil.example"})
         assert foreign.status_code in (400, 403) and "vault_ui" not in foreign.cookies
 
+        in_link = anonymous.get("/ui/login", params={"token": owner}, follow_redirects=False)
+        assert in_link.status_code == 200 and "vault_ui" not in in_link.cookies  # a bearer token never in a URL
         people = {}
         for name, token in (("reader", reader), ("owner", owner)):
             client = httpx.Client(base_url=base, timeout=30)

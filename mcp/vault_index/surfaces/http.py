@@ -247,7 +247,7 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
     from vault_index.surfaces.web import build_routes
 
     routes += build_routes(app.reopen(), partial(web_principal, verifier, app.vault(vault)),
-                           secure=config.base_url.startswith("https://"))
+                           secure=config.base_url.startswith("https://"), token_in_link=False)
 
     @contextlib.asynccontextmanager
     async def lifespan(_):

@@ -119,9 +119,11 @@ def local_principal(app) -> Principal:
 
 
 def build_routes(app, authenticate: Authenticate, *, sessions: Sessions | None = None, secure: bool = False,
-                 hosts: frozenset[str] | None = None) -> list:
+                 hosts: frozenset[str] | None = None, token_in_link: bool = True) -> list:
     """The page routes under /ui. `authenticate(token)` turns a login token into a Principal (None:
-    refused); `hosts`: the Host values allowed (the local server's; None where a Guard checks them)."""
+    refused); `hosts`: the Host values allowed (the local server's; None where a Guard checks them);
+    `token_in_link` False: a token only in the sign-in form's body (a long-lived bearer token must not
+    sit in a URL, a history or a log; the one-time link's token dies on first use)."""
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
 
@@ -180,7 +182,7 @@ def build_routes(app, authenticate: Authenticate, *, sessions: Sessions | None =
                 return refused(request, 403, "refused: the sign-in form came from another site")
             token = str((await request.form()).get("token", ""))
         else:
-            token = request.query_params.get("token", "")
+            token = request.query_params.get("token", "") if token_in_link else ""
         principal = await authenticate(token) if token else None
         if principal is None:
             problem = "that token is wrong, or was used already" if token else ""
