@@ -237,6 +237,9 @@ class Background:
         # Outcome: set on the listener, which Linux's accepted sockets inherit: 0.3 ms for a tiny page.
         self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.socket.bind((host, 0))
+        # listening from here on: a browser opened on the printed link before uvicorn starts waits in
+        # the backlog instead of being refused (the CLI test hit that under load)
+        self.socket.listen(128)
         self.port = self.socket.getsockname()[1]
         self.asgi = asgi_for_port(self.port)
         self.server = self.thread = None
