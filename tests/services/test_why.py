@@ -61,7 +61,17 @@ def test_a_note_the_index_never_holds(indexed, vault, rel, kind):
     assert why["verdict"] == "not_indexed" and why["kind"] == kind
 
 
-def test_an_unreadable_note_is_said_so(vault, open_app, fake_embedder):
+def test_a_note_the_sync_could_not_read_is_said_so(vault, open_app, fake_embedder):
+    broken = vault / "broken.md"
+    broken.write_bytes(b"# Broken\n\x00\x01brake pads\n")  # binary: the sync records a problem for it
+    app = open_app(fake_embedder)
+    app.index([str(vault)])
+    why = app.why("brake pads", str(broken))
+    assert why["verdict"] == "not_indexed" and why["kind"] == "unreadable"
+    assert any(path == str(broken) for path, _ in app.store.problems())
+
+
+def test_a_note_without_read_permission_is_said_so(vault, open_app, fake_embedder):
     if os.geteuid() == 0:
         pytest.skip("root reads every file")
     locked = write(vault, "locked.md", "# Locked\n\nbrake pads\n")
