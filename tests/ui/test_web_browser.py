@@ -57,9 +57,13 @@ def browser(chromium, site, authenticate):
 
 
 def shot(driver, name: str) -> None:
+    """The whole page (up to 2,400 px tall) as docs/ui/<name>.png, when VAULT_UI_SCREENSHOTS=1."""
     if os.environ.get("VAULT_UI_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(1200, min(max(height, 800), 2400))
         driver.save_screenshot(str(SHOTS / f"{name}.png"))
+        driver.set_window_size(1200, 1000)
 
 
 def text(driver, css: str = "main") -> str:

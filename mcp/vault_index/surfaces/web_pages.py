@@ -99,7 +99,6 @@ class Pages:
             "title": shown.get("title") or real.name, "note": shown, "html": self.markdown.render(body),
             "links": links, "history": history, "lint": lint, "rel": rel, "path": str(real),
             "decay": curation.indexed_decay(self.app.store, str(real), today, fraction),
-            "can_revert": bool(rel) and who.may("write", str(real)),
         }, 200
 
     def _links(self, note_links, direction: str, path: str, can_read) -> list[dict]:
