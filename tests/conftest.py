@@ -274,9 +274,10 @@ def vault(tmp_path) -> Path:
     return root
 
 
-# Fixtures that exist only with an extra installed (the postgres extra): a test that uses one,
-# directly or through another fixture, or runs on the PostgreSQL backend, is an `extras` test.
-EXTRA_FIXTURES = frozenset({"pg_server_url", "pg_store_module"})
+# Fixtures that exist only with an extra installed (the postgres extra, the Debian chromium of
+# tests/ui): a test that uses one, directly or through another fixture, or runs on the PostgreSQL
+# backend, is an `extras` test.
+EXTRA_FIXTURES = frozenset({"pg_server_url", "pg_store_module", "chromium"})
 
 
 def pytest_collection_modifyitems(config, items):

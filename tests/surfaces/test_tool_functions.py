@@ -85,3 +85,19 @@ def test_search_notes_gives_one_hit_per_note_with_its_other_sections_and_chunks_
     chunks = search_notes(tc, "brake", None, mode="keyword", per_note=False)
     assert [hit.path for hit in chunks.hits].count(str(root / "bike.md")) == 3
     assert all(hit.also == [] and hit.more == 0 for hit in chunks.hits)
+
+
+def test_search_notes_explains_each_hit_and_a_miss_as_the_app_does(tmp_path, open_app, fake_embedder):
+    root = tmp_path / "notes"
+    write(root, "bike.md", "# Bike\n\n## Brakes\n\nReplace the brake pads when the groove wears away.\n")
+    write(root, "kiln.md", "# Kiln\n\nFire the kiln at dawn and let it cool overnight.\n")
+    app = open_app(fake_embedder)
+    app.index([str(root)])
+    tc = _context(app, root, tmp_path)
+    found = search_notes(tc, "brake pads", None, mode="hybrid", explain=True, why="kiln.md")
+    first = found.hits[0].explain
+    assert first["keyword"]["rank"] == 1 and first["vector"]["rank"] >= 1  # both sides' ranks per hit
+    assert found.why == app.why("brake pads", "kiln.md", mode="hybrid", limit=8)  # one code path
+    assert found.why["keyword"]["rank"] is None and found.why["keyword"]["note"] == "no query word in it"
+    plain = search_notes(tc, "brake pads", None, mode="hybrid")
+    assert plain.hits[0].explain is None and plain.why is None

@@ -346,16 +346,9 @@ class App:
         (every surface's default), or chunks; `subqueries`: the calling agent's extra phrasings
         (services/search/subqueries.py)."""
         mode = mode or self.default_mode
-        if filters is not None and filters.path_prefix and not os.path.isabs(os.path.expanduser(filters.path_prefix)):
-            # a relative filter is found as every path is (services/boundary.prefix), or refused by name
-            filters = replace(filters, path_prefix=boundary.prefix(self, filters.path_prefix))
-        if source:
-            filters = self._source_filters(filters or Filters(), source)
-            if filters is None:  # the path prefix lies outside the named source: nothing can match
-                return SearchResult(query, mode, False, False, ())
-        visible = self.visible_roots()
-        if visible is not None:
-            filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
+        filters = self.search_filters(filters, source)
+        if filters is None:  # the path prefix lies outside the named source: nothing can match
+            return SearchResult(query, mode, False, False, ())
         result = self.searcher.search(query, mode, limit, filters, explain, per_note, subqueries)
         notices = self.index_notices()
         if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
@@ -365,6 +358,28 @@ class App:
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result
+
+    def search_filters(self, filters: Filters | None, source: str | None = None) -> Filters | None:
+        """`filters` as a search applies them: a relative path filter found (services/boundary.prefix),
+        `source` as its root, the workspace's roots; None when nothing can match."""
+        if filters is not None and filters.path_prefix and not os.path.isabs(os.path.expanduser(filters.path_prefix)):
+            # a relative filter is found as every path is (services/boundary.prefix), or refused by name
+            filters = replace(filters, path_prefix=boundary.prefix(self, filters.path_prefix))
+        if source:
+            filters = self._source_filters(filters or Filters(), source)
+            if filters is None:
+                return None
+        visible = self.visible_roots()
+        if visible is not None:
+            filters = replace(filters or Filters(), scope_roots=tuple(visible), scope_allowed=self.sees_path())
+        return filters or Filters()
+
+    def why(self, query: str, path: str, **how) -> dict:
+        """Where the note at `path` stands for `query`, and why it is not a hit (services/why.py):
+        the one explainer of the CLI's --why, search_notes' `why` and the page's inspector."""
+        from vault_index.services.why import why_not
+
+        return why_not(self, query, path, **how)
 
     def _source_filters(self, filters: Filters, source: str) -> Filters | None:
         """`filters` narrowed to the named source's root; None when its path prefix excludes the source."""

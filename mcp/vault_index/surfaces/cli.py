@@ -22,6 +22,7 @@ from vault_index.surfaces.cli_common import (
     add_subquery_flags,
     also_line,
     counted,
+    result_json,
     role_filters,
     subqueries_from,
 )
@@ -32,27 +33,12 @@ from vault_index.surfaces.cli_http import add_bench_options, add_serve_options
 from vault_index.surfaces.cli_http import add_parsers as add_token_parsers
 from vault_index.surfaces.cli_links import add_parsers as add_link_parsers
 from vault_index.surfaces.cli_trust import add_parsers as add_trust_parsers
+from vault_index.surfaces.cli_ui import add_parsers as add_ui_parsers
+from vault_index.surfaces.cli_ui import why_lines
 from vault_index.surfaces.cli_vault import add_parsers as add_vault_parsers
 
 BARE_HINT = ("vault-index: serving MCP over stdio for an agent (an MCP client starts it this way); "
              "Ctrl-C stops. For the terminal commands: vault-index --help")
-
-
-def result_json(result, explain: bool = False) -> dict:
-    from vault_index.services.search.per_note import section_dict
-
-    hits = []
-    for hit in result.hits:
-        item = {key: getattr(hit, key) for key in ("path", "heading", "line_start", "line_end", "score", "snippet")}
-        item["status"] = hit.status
-        if hit.more:  # one hit per note: its other matched sections, the first few of them named
-            item["more"], item["also"] = hit.more, [section_dict(section) for section in hit.also]
-        if explain:
-            item["explain"] = hit.explain
-        hits.append(item)
-    return {"query": result.query, "mode": result.mode, "vector_used": result.vector_used,
-            "reranked": result.reranked, "confidence": result.confidence, "relevant": result.relevant,
-            "notices": list(result.notices), "hits": hits}
 
 
 def cmd_index(app, args) -> int:
@@ -109,6 +95,7 @@ def _adopt(app, args, embed: bool = True) -> None:
 
 def cmd_search(app, args) -> int:
     from vault_index.services.search.search import Filters
+    from vault_index.surfaces.cli_common import typed_path
     from vault_index.surfaces.notices import print_notices
 
     _adopt(app, args)
@@ -124,6 +111,9 @@ def cmd_search(app, args) -> int:
         result = app.search(query, args.mode, args.n, filters, args.explain, source=args.source,
                             per_note=args.per_note, subqueries=subqueries)
         shown = result_json(result, args.explain)
+        if args.why:  # the inspector's answer for that note (services/why.py)
+            shown["why"] = app.why(query, typed_path(app, args.why), mode=args.mode, limit=args.n, filters=filters,
+                                   source=args.source, per_note=args.per_note)
         if args.json or batch:
             print(_json(shown), flush=True)
             continue
@@ -141,6 +131,8 @@ def cmd_search(app, args) -> int:
                 print(f"    {also_line(item['also'], hit.more)}")
             if args.explain:
                 print(f"    explain: {_json(hit.explain)}")
+        if args.why:
+            print("\n".join(why_lines(shown["why"])))
     return 0
 
 
@@ -359,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default=None,
                    help=f"default {DEFAULT_MODE} ({RERANK_MODE} with VAULT_RERANK=1)")
     p.add_argument("--explain", action="store_true", help="each stage's rank and score per hit")
+    p.add_argument("--why", metavar="PATH", help="why this note ranks where it does, or not at all")
     p.add_argument("--chunks", dest="per_note", action="store_false",
                    help="one hit per matching chunk (default: one per note, its other matched sections listed)")
     p.add_argument("--per-note", dest="per_note", action="store_true", help=argparse.SUPPRESS)  # the default now
@@ -458,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
     add_token_parsers(sub, common)
     add_trust_parsers(sub, common)
+    add_ui_parsers(sub, common)
     add_file_parsers(sub, common)
     return parser
 

@@ -215,3 +215,20 @@ def typed_path(app, raw: str, root: str | Path | None = None, for_write: bool = 
     if inside is not None and found != inside and found.is_relative_to(inside):
         return found.relative_to(inside).as_posix()
     return str(found)
+
+
+def result_json(result, explain: bool = False) -> dict:
+    from vault_index.services.search.per_note import section_dict
+
+    hits = []
+    for hit in result.hits:
+        item = {key: getattr(hit, key) for key in ("path", "heading", "line_start", "line_end", "score", "snippet")}
+        item["status"] = hit.status
+        if hit.more:  # one hit per note: its other matched sections, the first few of them named
+            item["more"], item["also"] = hit.more, [section_dict(section) for section in hit.also]
+        if explain:
+            item["explain"] = hit.explain
+        hits.append(item)
+    return {"query": result.query, "mode": result.mode, "vector_used": result.vector_used,
+            "reranked": result.reranked, "confidence": result.confidence, "relevant": result.relevant,
+            "notices": list(result.notices), "hits": hits}

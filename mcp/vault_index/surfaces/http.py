@@ -83,10 +83,16 @@ def http_caller_factory(vault, ctx):
     """
     from mcp.server.auth.middleware.auth_context import get_access_token
 
-    from vault_index.services.writes.write import Caller
     from vault_index.surfaces.callers import client_name
 
-    token = get_access_token()
+    return token_caller(vault, get_access_token(), client_name(ctx))
+
+
+def token_caller(vault, token, agent: str):
+    """The write service's Caller of a verified access token (None: the deny-all guest); the MCP
+    tools and the web page (web_principal) both take it from here."""
+    from vault_index.services.writes.write import Caller
+
     claims = (token.claims or {}) if token is not None else {}
     # Trigger: no verified token (never expected behind the bearer middleware).
     # Why: role None means the built-in owner in a vault without a config file.
@@ -98,8 +104,23 @@ def http_caller_factory(vault, ctx):
         raise UsageError(f"this token's role {role!r} is not a role of the vault's config (renamed or removed); "
                          "its owner can make a new token with `vault-index token new --role NAME`")
     who = f"remote {token.client_id}" if token is not None else "remote (no token)"
-    return Caller(identity=f"{who} <{claims.get('token_id', 'none')}@vault-index>", role=role,
-                  agent=client_name(ctx))
+    return Caller(identity=f"{who} <{claims.get('token_id', 'none')}@vault-index>", role=role, agent=agent)
+
+
+async def web_principal(verifier: BearerVerifier, vault, token: str):
+    """The web page's sign-in under serve --http: the bearer token (or an OAuth access token) the
+    MCP endpoint takes, verified the same way, acting with its role over the served vault."""
+    from vault_index.services.access.access import scope_for
+    from vault_index.surfaces.web import Principal
+
+    access = await verifier.verify_token(token)
+    if access is None:
+        return None
+    try:
+        caller = token_caller(vault, access, "web page")
+    except UsageError:  # a token of a role the config no longer has
+        return None
+    return Principal(caller, scope_for(vault, vault.grants(caller.role)), vault)
 
 
 # --- the consent page -----------------------------------------------------------------------------
@@ -219,6 +240,14 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
                                                          revocation_options=revocation),
                                       issuer, registration, revocation)
         routes += consent_routes(oauth)
+    # the web page (surfaces/web.py) on its own connection: a page never waits on a tool's lock
+    verifier = BearerVerifier(store, oauth, str(resource), vault=vault)
+    from functools import partial
+
+    from vault_index.surfaces.web import build_routes
+
+    routes += build_routes(app.reopen(), partial(web_principal, verifier, app.vault(vault)),
+                           secure=config.base_url.startswith("https://"), token_in_link=False)
 
     @contextlib.asynccontextmanager
     async def lifespan(_):
@@ -226,8 +255,7 @@ def build_http_app(app, config: HttpConfig, memory_file=None, vault_root=None, c
             yield
 
     starlette = Starlette(routes=routes, lifespan=lifespan, middleware=[
-        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(
-            BearerVerifier(store, oauth, str(resource), vault=vault), resource_server_url=resource)),
+        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier, resource_server_url=resource)),
         Middleware(AuthContextMiddleware)])
     return Guard(starlette, config, security_settings(config))
 

@@ -22,6 +22,7 @@ class HitOut(BaseModel):
     decay: dict | None = None
     more: int = 0
     also: list[dict] = []  # heading, line_start, line_end of the first few of those `more`
+    explain: dict | None = None  # with explain: each side's rank and score, the fusion (search.Searcher._hit)
 
 
 class SearchOut(BaseModel):
@@ -33,6 +34,7 @@ class SearchOut(BaseModel):
     relevant: bool = False
     notices: list[str]
     hits: list[HitOut]
+    why: dict | None = None  # with `why`: where that note stands and why (services/why.py)
 
 
 class NoteOut(BaseModel):

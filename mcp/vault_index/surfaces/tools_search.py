@@ -57,6 +57,8 @@ def search_notes(
     keywords: Keywords = [],  # noqa: B006 - never mutated
     paraphrases: Paraphrases = [],  # noqa: B006
     hypothetical: Hypothetical = "",
+    explain: Annotated[bool, Field(description="each hit's keyword and vector rank and score")] = False,
+    why: Annotated[str | None, Field(max_length=4096, description="a note path: why it ranks where it does")] = None,
 ) -> SearchOut:
     """Search the notes (hybrid keyword + vector): one hit per note (path, heading, lines, snippet,
         decay, other matched sections). For any question about past work, also pass keywords (the
@@ -65,15 +67,19 @@ def search_notes(
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)
     subs = tc.call(sub_queries, keywords, paraphrases, hypothetical)
-    result = tc.call(partial(tc.app.search, source=source, per_note=per_note, subqueries=subs),
+    result = tc.call(partial(tc.app.search, source=source, per_note=per_note, subqueries=subs, explain=explain),
                      query, mode, limit, filters)
+    why_out = tc.call(partial(tc.app.why, mode=mode, limit=limit, filters=filters, source=source,
+                              per_note=per_note), query, why) if why else None
     decays = tc.hit_decays(vault, [h.path for h in result.hits])
     return SearchOut(query=result.query, mode=result.mode, vector_used=result.vector_used,
                      reranked=result.reranked, confidence=result.confidence, relevant=result.relevant,
                      notices=once_per_machine(result.notices, tc.app.settings.model_cache, "mcp"),
-                     hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields if k not in ("decay", "also")},
-                                  decay=decays.get(h.path), also=[section_dict(s) for s in h.also])
-                           for h in result.hits])
+                     hits=[HitOut(**{k: getattr(h, k) for k in HitOut.model_fields
+                                     if k not in ("decay", "also", "explain")},
+                                  decay=decays.get(h.path), also=[section_dict(s) for s in h.also],
+                                  explain=h.explain if explain else None)
+                           for h in result.hits], why=why_out)
 
 
 def get_note(

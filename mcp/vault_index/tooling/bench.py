@@ -322,7 +322,15 @@ def _load_reranker():
 
 
 def run_bench(args) -> int:
-    from vault_index.tooling import bench_edits, bench_footprint, bench_graph, bench_hooks, bench_server, bench_weights
+    from vault_index.tooling import (
+        bench_edits,
+        bench_footprint,
+        bench_graph,
+        bench_hooks,
+        bench_server,
+        bench_ui,
+        bench_weights,
+    )
 
     parts = _parts(args)
     os.environ["HF_HUB_OFFLINE"] = "1"  # never download inside a benchmark
@@ -391,6 +399,9 @@ def run_bench(args) -> int:
         if "graph" in parts:
             _say(args, "memory graph")
             result["graph"] = _guard(bench_graph.bench_graph, workdir)
+        if "ui" in parts:
+            _say(args, "web page: the Search page over HTTP at 100k chunks (builds its own index)")
+            result["ui"] = _guard(bench_ui.bench_ui, args, workdir, _pct, RandomEmbedder, _unit_vectors)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result["meta"]["total_s"] = round(time.perf_counter() - started, 1)
@@ -401,6 +412,7 @@ def run_bench(args) -> int:
         print(bench_server.render(result, TARGETS) + "\n\n" + bench_speed.render(result.get("speed"))
               + "\n\n" + bench_hooks.render(result.get("hooks"))
               + "\n\n" + bench_graph.render(result.get("graph"))
+              + ("\n\n" + bench_ui.render(result["ui"]) if "ui" in result else "")
               + "\n\n" + bench_footprint.render(result.get("footprint"), result.get("serving"))
               + ("\n\n" + bench_weights.render(result["weights"]) if "weights" in result else "")
               + "\n\n" + bench_edits.render(result.get("edits"))
@@ -409,7 +421,7 @@ def run_bench(args) -> int:
     return 0
 
 
-BENCH_PARTS = ("sizes", "embedder", "footprint", "weights", "edits", "hooks", "graph")
+BENCH_PARTS = ("sizes", "embedder", "footprint", "weights", "edits", "hooks", "graph", "ui")
 
 
 def _parts(args) -> set[str]:

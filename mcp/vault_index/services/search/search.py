@@ -153,21 +153,7 @@ class Searcher:
             notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
             query = query[:MAX_QUERY_CHARS]
         filters = filters or Filters()
-        allowed = None
-        if filters.active():
-            allowed = self.store.chunk_ids_matching(
-                filters.path_prefix, filters.tags, filters.status, filters.collection
-            )
-        if filters.granted_prefixes is not None:
-            granted: set[int] = set()
-            for prefix in filters.granted_prefixes:
-                granted |= self.store.chunk_ids_matching(prefix, (), None, None)
-            allowed = granted if allowed is None else allowed & granted
-        if filters.scope_roots is not None:
-            seen: set[int] = set()
-            for root in filters.scope_roots:
-                seen |= self.store.chunk_ids_matching(root, (), None, None)
-            allowed = seen if allowed is None else allowed & seen
+        allowed = self.allowed(filters)
         trace = _Trace()
         rows: dict = {}  # chunk id -> row, read once per search
         terms = query_terms(query)
@@ -214,6 +200,21 @@ class Searcher:
         return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
                             relevant=sure is not None and sure >= confidence.threshold(judged_by),
                             signals=signals, judged_by=judged_by)
+
+    def allowed(self, filters: Filters) -> set[int] | None:
+        """The chunk ids every stage may return under `filters` (the filters, the read grants, the
+        workspace's roots); None: no restriction. The miss explainer (services/why.py) reads it too."""
+        allowed = None
+        if filters.active():
+            allowed = self.store.chunk_ids_matching(filters.path_prefix, filters.tags, filters.status,
+                                                    filters.collection)
+        for prefixes in (filters.granted_prefixes, filters.scope_roots):
+            if prefixes is not None:
+                ids: set[int] = set()
+                for prefix in prefixes:
+                    ids |= self.store.chunk_ids_matching(prefix, (), None, None)
+                allowed = ids if allowed is None else allowed & ids
+        return allowed
 
     def _confidence(self, ran: str, order: list[tuple[int, float]], rows: dict, trace: _Trace, notices: list[str]):
         """(the model that judged it, signals, confidence) of the first hit of `order`
