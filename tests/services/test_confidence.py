@@ -71,3 +71,14 @@ def test_a_real_search_says_nothing_relevant_for_a_prompt_no_note_answers(tmp_pa
                            mode="hybrid", per_note=True)
     assert unrelated.hits and not unrelated.relevant
     assert any(n.startswith("nothing relevant") for n in unrelated.notices)
+
+
+def test_the_nothing_relevant_notice_never_shows_a_confidence_equal_to_its_threshold():
+    """A walkthrough of issue 39 read "confidence is 0.39, under 0.39": rounding hid the gap."""
+    from vault_index.services.app import nothing_relevant
+    from vault_index.services.search import confidence
+
+    limit = confidence.threshold("hybrid")
+    shown = nothing_relevant(limit - 0.001, "hybrid")
+    assert f"is {limit - 0.001:.3f}, under {limit:.2f}" in shown
+    assert f"is {limit - 0.2:.2f}, under" in nothing_relevant(limit - 0.2, "hybrid")

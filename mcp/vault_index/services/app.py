@@ -43,7 +43,8 @@ def nothing_relevant(sure: float, kind: str | None = "hybrid") -> str:
     """The notice of an answer under the threshold of the confidence model `kind` that judged it
     (services/search/confidence.py)."""
     limit = confidence.threshold(kind)
-    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.2f}, under {limit:.2f}; "
+    places = 2 if f"{sure:.2f}" != f"{limit:.2f}" else 3  # never "0.39, under 0.39"
+    return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.{places}f}, under {limit:.2f}; "
             "the hits are the nearest notes, not answers")
 
 
