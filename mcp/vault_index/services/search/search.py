@@ -348,15 +348,11 @@ class Searcher:
         if not counts:
             return {}
         weights = [fusion.idf(df, counts.total) for df in counts.per_term]
-        # One pass per chunk: longest terms first, so a term that prefixes another still counts
-        # when the longer one is what matched ("sensor" in "sensors").
-        alternation = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
-        pattern = re.compile(r"(?<!\w)(" + alternation + ")", re.IGNORECASE)
+        wanted = [t.lower() for t in terms]
         result = {}
         for cid, row in rows.items():
-            found = {m.lower() for m in pattern.findall(f"{row.title}\n{row.heading}\n{row.text}")}
-            present = [any(f.startswith(t) for f in found) for t in terms]
-            result[cid] = fusion.coverage(present, weights)
+            text = f"{row.title}\n{row.heading}\n{row.text}".lower()
+            result[cid] = fusion.coverage([word_start_in(text, t) for t in wanted], weights)
         return result
 
     def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):
@@ -447,6 +443,16 @@ class Searcher:
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
         )
+
+
+def word_start_in(text: str, term: str) -> bool:
+    """Whether `term` begins a word of `text` ("sensor" in "sensors", not in "nonsensor")."""
+    at = text.find(term)
+    while at >= 0:
+        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            return True
+        at = text.find(term, at + 1)
+    return False
 
 
 def idf_mass(counts: _DocCounts | None) -> float:
