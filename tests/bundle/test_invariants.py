@@ -364,6 +364,22 @@ def test_lessons_adrs_fail_on_a_malformed_lesson_or_record(project):
     assert result.status == "fail" and "0002" in result.detail
 
 
+def test_lessons_adrs_checks_and_names_the_series_the_project_uses(project):
+    """Issue 39: with the records in docs/decisions (where adr_create writes), the check read
+    docs/adr, which does not exist, and said "docs/lessons.md and docs/adr/ ... well formed"."""
+    (project.root / "docs" / "adr" / "0001-keep-the-index-in-sqlite.md").unlink()
+    (project.root / "docs" / "adr").rmdir()
+    write(project.root, "docs/decisions/0001-keep-the-index-in-sqlite.md", ADR)
+    report = json.loads(run_script(project, "--json").stdout)
+    detail = next(c["detail"] for c in report["checks"] if c["id"] == "lessons-adrs")
+    assert "docs/decisions/" in detail and "docs/adr" not in detail, detail
+    write(project.root, "docs/decisions/0002-no-sections.md", "# 0002: Nothing here\n")
+    run = run_script(project, "--hook", stdin=json.dumps({"hook_event_name": "SessionStart", "source": "startup",
+                                                          "cwd": str(project.root)}))
+    context = json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "lessons-adrs" in context and "docs/decisions/0002-no-sections.md" in context, context
+
+
 def test_context_budget_counts_imports_and_warns_over_budget(project):
     ok = project.result(invariants.check_context_budget)
     assert ok.status == "ok" and "2 always-loaded files" in ok.detail

@@ -188,3 +188,17 @@ def test_a_three_digit_series_keeps_three_digits_and_the_fullest_layout_wins(tmp
     assert path.name == "003-third.md" and path.read_text().startswith("# 003: Third\n")
     assert adr.entity_name(path) == "ADR 003: Third" and adr.check_adrs(folder) == []
     assert adr.series_folder(tmp_path / "empty") == tmp_path / "empty" / "docs" / "adr"
+
+
+def test_a_record_follows_the_title_form_of_the_series_it_continues(tmp_path):
+    """Issue 39: a project whose records read `# 4. Title` (adr-tools, MADR) got `# 0005: Title`."""
+    folder = tmp_path / "project" / "docs" / "decisions"
+    for number in (3, 4):
+        write(folder, f"{number:04d}-earlier-{number}.md", GOOD.replace("# {n}: ", f"# {number}. "))
+    path = adr.create(folder, "Queue the imports", **SECTIONS)
+    assert path.name == "0005-queue-the-imports.md"
+    assert path.read_text().startswith("# 5. Queue the imports\n"), path.read_text()[:40]
+    assert adr.check_adrs(folder) == [] and adr.entity_name(path) == "ADR 5: Queue the imports"
+    ours = tmp_path / "ours"
+    write(ours, "0001-first.md", GOOD.format(n="0001"))
+    assert adr.create(ours, "Second", **SECTIONS).read_text().startswith("# 0002: Second\n")  # ours stays ours

@@ -14,7 +14,6 @@ FIXTURE = REPO / "tests" / "fixtures" / "lint-vault"
 # (file, line, rule): one planted problem of each kind, and nothing else
 PLANTED = {
     ("bad-enum.md", 4, "invalid_frontmatter"),          # status: final (enum)
-    ("log-without-date.md", 1, "invalid_frontmatter"),  # type log requires date (missing)
     ("twin-1.md", 2, "duplicate_name"),                 # the title "Twin" ...
     ("twin-2.md", 2, "duplicate_name"),                 # ... and "twin"
     ("home.md", 15, "unresolved_link"),                 # [[nowhere]]
@@ -38,8 +37,9 @@ def test_fixture_vault_reports_exactly_the_planted_problems(tmp_path):
     code, out = lint(vault)
     found = {(i["path"], i["line"], i["check"]) for i in out["data"]["issues"]}
     assert found == PLANTED
-    # no-frontmatter.md names no type in a folder that is not a curated vault: no required fields
-    # are asked of it (tests/surfaces/test_lint_plain.py has the same folder as a curated vault)
+    # a folder that is not a curated vault gets no curated schema: no required fields of
+    # no-frontmatter.md, no `log` type rules of log-without-date.md (issue 39; the curated case:
+    # tests/surfaces/test_lint_plain.py)
     assert len(out["data"]["issues"]) == len(PLANTED) and out["data"]["curated"] is False
     assert code == 1 and out["status"] == "failed"  # errors fail a lint run by default
 

@@ -377,3 +377,19 @@ def test_a_plain_project_note_is_read_without_the_curated_vaults_required_fields
     assert plain.read(me, "notes/broken.md").problems  # a frontmatter that cannot be read still is one
     (root / "pricing" / "bare.md").write_text("# Bare\n")  # a curated vault keeps its schema
     assert {"title", "status"} <= {p["field"] for p in service.read(ADMIN, "pricing/bare.md").problems}
+
+
+def test_a_plain_project_note_with_its_own_type_gets_no_curated_problems(tmp_path, root, service):
+    """Issue 39 item 10 (second walkthrough): a plain project's note with `type: meeting` and
+    `status: draft` was asked for title, created and updated, and told meeting is not a type."""
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "standup.md").write_text("---\ntype: meeting\nstatus: draft\n---\n# Standup\n\nNotes.\n")
+    (project / "docs" / "retro.md").write_text("---\ntype: log\nstatus: final\n---\n# Retro\n")
+    plain = WriteService(Vault.open(project))
+    me = Caller.local(plain.vault)
+    assert plain.read(me, "docs/standup.md").problems == ()
+    assert [p["field"] for p in plain.read(me, "docs/retro.md").problems] == ["status"]  # no `log` type rules
+    (root / "pricing" / "typed.md").write_text("---\ntitle: T\ntype: meeting\nstatus: draft\n"
+                                              "created: 2026-01-01\nupdated: 2026-01-01\n---\n# T\n")
+    assert "type" in {p["field"] for p in service.read(ADMIN, "pricing/typed.md").problems}  # a vault's types hold

@@ -52,11 +52,11 @@ def test_a_plain_folder_is_said_to_be_one_and_checked_as_plain_notes(handbook):
     assert "not a curated vault" not in quiet.stderr
 
 
-def test_a_typed_note_and_a_curated_vault_still_get_the_whole_schema(handbook):
+def test_a_typed_note_gets_its_types_rules_only_in_a_curated_vault(handbook):
     root, env = handbook
     write(root, "retro.md", "---\ntitle: Retro\ntype: log\n---\n# Retro\n\nSee [[onboarding]].\n")
     typed = json.loads(lint(env, root, "--json").stdout)["data"]["issues"]
-    assert any(i["path"] == "retro.md" and i["check"] == "invalid_frontmatter" for i in typed)  # type log needs date
+    assert not any(i["path"] == "retro.md" and i["check"] == "invalid_frontmatter" for i in typed)  # plain (issue 39)
     write(root, ".vault-index/config.yaml", "version: 1\nroles:\n  owner: {read: ['*'], write: ['*'], promote: true}\n"
                                             "local_role: owner\n")
     proc = lint(env, root, "--json")
@@ -64,4 +64,5 @@ def test_a_typed_note_and_a_curated_vault_still_get_the_whole_schema(handbook):
     assert out["data"]["curated"] is True and "not a curated vault" not in proc.stderr + out["message"]
     required = {(i["path"], i["message"]) for i in out["data"]["issues"] if "is required" in i["message"]}
     assert ("onboarding.md", "title is required (rule: required)") in required  # no frontmatter at all
+    assert ("retro.md", "date is required (rule: required)") in required  # the vault's `log` type needs a date
     assert proc.returncode == 1

@@ -59,8 +59,12 @@ class Watcher:
     """Watch every registered source; call `run(stop)` on the thread that should do the indexing."""
 
     def __init__(self, open_app: Callable, debounce: float = DEBOUNCE_SECONDS,
-                 on_change: Callable[[str, str], None] | None = None, catch_up: bool = True):
+                 on_change: Callable[[str, str], None] | None = None, catch_up: bool = True,
+                 own_workspace: bool = False):
         self.open_app = open_app  # () -> App, called on the consumer thread
+        # a server's watcher follows and syncs only the sources its workspace sees (issue 39: a
+        # server in project B embedded project A's pending chunks); a terminal's follows every source
+        self.own_workspace = own_workspace
         self.catch_up = catch_up  # sync once after watching starts: changes made while we were away
         self.debounce = debounce
         self.on_change = on_change or (lambda kind, path: None)
@@ -96,7 +100,8 @@ class Watcher:
 
     def _rescan(self, app, observer) -> None:
         roots = {}
-        for _, root in app.store.sources():  # every checkout on this machine (ADR 0019)
+        # every checkout on this machine (ADR 0019); a server's: those its workspace sees
+        for root in (app.roots() if self.own_workspace else [r for _, r in app.store.sources()]):
             path = Path(root)
             folder = path if path.is_dir() else path.parent
             if folder.is_dir():
@@ -125,7 +130,8 @@ class Watcher:
 
     def _apply(self, app, batch: set[str]) -> None:
         if SYNC_ALL in batch:
-            self._guard(lambda: app.index(None), "sync", "all sources")
+            # by_agent: every source the workspace sees, as an agent's index_paths with no paths
+            self._guard(lambda: app.index(None, by_agent=self.own_workspace), "sync", "all sources")
             self.stats.syncs += 1
             return
         for path in sorted(batch):
@@ -151,9 +157,10 @@ class Watcher:
 
 
 def start_in_background(open_app: Callable, on_change=None) -> tuple[threading.Thread, threading.Event, Watcher]:
-    """Run a Watcher on a daemon thread (the server's --watch); returns (thread, stop, watcher)."""
+    """Run a Watcher on a daemon thread (the server's --watch), over the sources of the server's
+    workspace; returns (thread, stop, watcher)."""
     stop = threading.Event()
-    watcher = Watcher(open_app, on_change=on_change)
+    watcher = Watcher(open_app, on_change=on_change, own_workspace=True)
 
     def target() -> None:
         try:

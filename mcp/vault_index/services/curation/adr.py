@@ -43,7 +43,8 @@ DEFAULT_WIDTH = 4  # 0001-...; a series numbered 001-... keeps its three digits
 
 FILE_NAME = re.compile(r"^(?P<number>\d{3,4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
 NUMBERED = re.compile(r"^(?P<number>\d{3,4})-")
-TITLE = re.compile(r"^# (?P<number>\d{3,4}): (?P<title>\S.*?)\s*$")
+# `# 0004: Title` (ours) or `# 4. Title` (adr-tools, MADR): a series keeps the form it has
+TITLE = re.compile(r"^# (?P<number>\d{1,4})(?P<separator>: |\. )(?P<title>\S.*?)\s*$")
 SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
@@ -77,6 +78,21 @@ def number_width(folder: str | Path) -> int:
 
 def next_number(folder: str | Path) -> int:
     return max((int(n) for n in _numbered(Path(folder))), default=0) + 1
+
+
+def title_form(folder: str | Path) -> tuple[str, bool]:
+    """(separator, zero-padded) of the newest record's first line: `# 4. Title` gives (". ", False);
+    ours, `# 0004: Title`, for a new series or a first line of another form."""
+    newest = max(((int(m["number"]), p) for p in Path(folder).glob("*.md") if (m := NUMBERED.match(p.name))),
+                 default=None) if Path(folder).is_dir() else None
+    try:
+        first = newest[1].read_text(encoding="utf-8").split("\n", 1)[0] if newest else ""
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    match = TITLE.match(first)
+    if match is None:
+        return ": ", True
+    return match["separator"], len(match["number"]) == len(NUMBERED.match(newest[1].name)["number"])
 
 
 def create(folder: str | Path, title: str, context: str, options: str, decision: str,
@@ -113,13 +129,13 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
             linked.update(link_adr(memory_file, path, relates_to or [], roots=roots))
         followups.append(("linked in the memory graph", link))
     outcome = None
-    width = number_width(folder)
+    width, form = number_width(folder), title_form(folder)
     for _ in range(MAX_NUMBER_TRIES):
         number = next_number(folder)
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
         path = folder / f"{number:0{width}d}-{slugify(title)}.md"
-        text = render(number, title, *bodies, status=status, width=width)
+        text = render(number, title, *bodies, status=status, width=width, form=form)
         outcome = writer.update_file(
             caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{width}d}: {title}",
             request_id=request_id,
@@ -131,8 +147,11 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
 
 
 def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted",
-           width: int = DEFAULT_WIDTH) -> str:
-    return (f"# {number:0{width}d}: {title}\n\nStatus: {status}\n\n## Context\n\n{context}\n\n"
+           width: int = DEFAULT_WIDTH, form: tuple[str, bool] = (": ", True)) -> str:
+    """The record's text; `form` (title_form): the first line's separator and whether its number is padded."""
+    separator, padded = form
+    shown = f"{number:0{width}d}" if padded else str(number)
+    return (f"# {shown}{separator}{title}\n\nStatus: {status}\n\n## Context\n\n{context}\n\n"
             f"## Options measured\n\n{options}\n\n## Decision\n\n{decision}\n")
 
 
@@ -200,8 +219,8 @@ def _record_problems(path: Path, numbered: re.Match | None) -> list[str]:
     found = []
     title = TITLE.match(lines[0]) if lines else None
     if not title:
-        found.append("first line must be '# NNNN: Title'")
-    elif numbered and title["number"] != numbered["number"]:
+        found.append("first line must be '# NNNN: Title' (or the series' '# N. Title')")
+    elif numbered and int(title["number"]) != int(numbered["number"]):
         found.append(f"title says {title['number']} but the file name says {numbered['number']}")
     sections: dict[str, list[str]] = {}
     current = None
@@ -227,7 +246,7 @@ def entity_name(path: str | Path) -> str:
     first = Path(path).read_text(encoding="utf-8").split("\n", 1)[0]
     match = TITLE.match(first)
     if not match:
-        raise UsageError(f"{path} does not start with '# NNNN: Title'; fix its first line")
+        raise UsageError(f"{path} does not start with '# NNNN: Title' or '# N. Title'; fix its first line")
     return f"ADR {match['number']}: {match['title']}"
 
 

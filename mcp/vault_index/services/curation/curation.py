@@ -320,10 +320,10 @@ def recent_writes(root: Path, can_read: Callable[[str], bool], limit: int = RECE
 # --- review: the dashboard and the lint over the caller's notes ---------------------------------
 
 
-# `lint` on a plain notes folder (no .vault-index/config.yaml) says so: a note there that names no
-# `type` is read without the curated schema's required fields (services/writes/notes.read_view).
-PLAIN_NOTICE = ("not a curated vault (no .vault-index/config.yaml): notes without a `type` are checked as plain "
-                "notes (links, names, the fields they set), not for the curated schema's required fields "
+# `lint` on a plain notes folder (no .vault-index/config.yaml) says so: its notes are read without
+# the curated schema's required fields and types (services/writes/notes.read_view).
+PLAIN_NOTICE = ("not a curated vault (no .vault-index/config.yaml): notes are checked as plain notes (links, "
+                "names, the shared fields they set), not for the curated schema's required fields and types "
                 "(`vault-index init` makes a curated vault)")
 
 

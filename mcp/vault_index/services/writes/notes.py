@@ -315,14 +315,16 @@ def read_view(service: WriteService, caller: Caller, path: str):
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")  # as the index reads it (utf-8-sig)
     fields, body, problems = fm.parse(text)
     fields, coerced = fm.coerce(fields)
-    problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
-    if service.vault.config_path is None and not fields.get("type"):
-        # Trigger: note_read of a plain project's note listed title, status, created and updated as
-        # missing (issue 39), as lint once did (issue 21). Why: a folder without
-        # .vault-index/config.yaml never agreed to the curated schema, nor a note that names no
-        # `type`. Outcome: such a note is not asked for the required fields; what it sets is still
-        # checked (`status: final`), and lint and note_read give the same answer.
-        problems = [p for p in problems if p.get("rule") != "required"]
+    if service.vault.config_path is not None:
+        problems += coerced + fm.validate(fields, service.vault.schema_for(fields))
+    else:
+        # Trigger: note_read of a plain project's note listed title, created and updated as missing
+        # and `type: meeting` as not a type (issue 39), as lint once did (issue 21). Why: a folder
+        # without .vault-index/config.yaml never agreed to the curated schema. Outcome: no required
+        # fields and no curated types there; the shared fields it sets (`status: final`, a date) are
+        # still checked against the core schema, and lint and note_read give the same answer.
+        problems += coerced + [p for p in fm.validate(fields, service.vault.schema_for({}))
+                               if p.get("rule") != "required" and p.get("field") != "type"]
     decay = fm.decay(fields, service.clock(), service.vault.config["decay"]["aging_after_fraction"])
     return NoteView(target.rel, target.collection, fields, body, fileio.file_version(data), tuple(problems), decay)
 
