@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from vault_index.engine.embedding.models import Models
 from vault_index.engine.embedding.vectors import open_vector_index
@@ -194,8 +194,7 @@ class Searcher:
         if per_note:  # after the confidence: it judges the note's best chunk, the hit shows its prose
             order, others = prefer_prose(order, others, rows)
         shown = trace if explain else None
-        hits = tuple(replace(self._hit(rows[cid], score, terms, shown), more=len(others.get(cid, ())),
-                             also=tuple(section_of(row) for row in others.get(cid, ())[:MAX_ALSO]))
+        hits = tuple(self._hit(rows[cid], score, terms, shown, others.get(cid, ()))
                      for cid, score in order if cid in rows)
         return SearchResult(query, ran, vector_used, reranked, hits, tuple(notices), confidence=sure,
                             relevant=sure is not None and sure >= confidence.threshold(judged_by),
@@ -418,7 +417,8 @@ class Searcher:
 
     # --- hits -------------------------------------------------------------------------------
 
-    def _hit(self, row, score: float, terms: list[str], trace: _Trace | None) -> Hit:
+    def _hit(self, row, score: float, terms: list[str], trace: _Trace | None, others=()) -> Hit:
+        """A hit of `row`; `others`: the rows of its note's other matched chunks (one hit per note)."""
         explain = {}
         if trace is not None:
             k, v = trace.keyword.get(row.id), trace.vector.get(row.id)
@@ -442,6 +442,7 @@ class Searcher:
         return Hit(
             path=row.path, heading=row.heading, line_start=row.line_start, line_end=row.line_end,
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
+            more=len(others), also=tuple(section_of(other) for other in others[:MAX_ALSO]),
         )
 
 
