@@ -46,7 +46,7 @@ SKIPPED = {
         re.compile(r".*\s-m\s+pytest\b.*"),
 }
 PLACEHOLDERS = {"<this repository>": str(REPO)}
-SERVING = re.compile(r"\S*vault-index\s+watch\b.*")  # re-indexes until stopped
+SERVING = re.compile(r"\S*vault-index\s+(?:watch|ui)\b.*")  # re-indexes, or serves the page, until stopped
 SERVE_S = 8
 CLAUDE = re.compile(r"(^|&&|;|\|)\s*claude\s+mcp\b")
 PERSON_HAS = {  # folder -> a note in it
