@@ -380,6 +380,21 @@ def test_lessons_adrs_checks_and_names_the_series_the_project_uses(project):
     assert "lessons-adrs" in context and "docs/decisions/0002-no-sections.md" in context, context
 
 
+def test_a_teams_own_decision_series_is_not_held_to_this_tools_template(project):
+    """A walkthrough of issue 39: adr-tools records (`# 1. Title`, `## Status`, no `## Options
+    measured`) failed this check, and every session start told the agent to rewrite them."""
+    (project.root / "docs" / "adr" / "0001-keep-the-index-in-sqlite.md").unlink()
+    (project.root / "docs" / "adr").rmdir()
+    write(project.root, "docs/decisions/0001-record-architecture-decisions.md",
+          "# 1. Record architecture decisions\n\nDate: 2024-01-01\n\n## Status\n\nAccepted\n\n"
+          "## Context\n\nWe record decisions.\n\n## Decision\n\nADRs.\n\n## Consequences\n\nSee above.\n")
+    result = project.result(invariants.check_lessons_adrs)
+    assert result.status == "ok" and "docs/decisions/ is the project's own series" in result.detail, result.detail
+    run = run_script(project, "--hook", stdin=json.dumps({"hook_event_name": "SessionStart", "source": "startup",
+                                                          "cwd": str(project.root)}))
+    assert "lessons-adrs" not in (run.stdout or ""), run.stdout
+
+
 def test_context_budget_counts_imports_and_warns_over_budget(project):
     ok = project.result(invariants.check_context_budget)
     assert ok.status == "ok" and "2 always-loaded files" in ok.detail

@@ -13,7 +13,7 @@ README = REPO / "README.md"
 # .ci/fresh_clone.py runs these lines from the first ```sh block: kept byte for byte.
 TWO_COMMANDS = (
     "python3 setup.py                  # .venv, Claude Code wiring, index notes/ into your personal index, checks\n"
-    ".venv/bin/python -m pytest -q     # run the tests: 5-8 minutes on 2 cores\n"
+    ".venv/bin/python -m pytest -q     # run the tests: 5-12 minutes on 2 cores\n"
 )
 # What a run's diary says and a user's page does not: "third round", "stop 19", "at load 9",
 # "load average", "an earlier run", "on a faster machine". "round trip" is a latency, not a round.

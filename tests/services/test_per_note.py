@@ -15,3 +15,11 @@ def test_recall_folds_a_decision_records_hits_onto_its_prose_too():
     assert [(h.heading, h.score, h.more) for h in folded] == [("0004: Retry budget > Context", 0.9, 1),
                                                              ("0005: Status only", 0.4, 0)]
     assert folded[0].also[0].heading == "0004: Retry budget"
+
+
+def test_an_adr_tools_status_section_is_not_the_hit_either():
+    """adr-tools and MADR keep the status in its own section: "Accepted" under `## Status`."""
+    status = Hit("/d/0001.md", "1. Record architecture decisions > Status", 5, 7, 0.9, "Accepted")
+    prose = Hit("/d/0001.md", "1. Record architecture decisions > Context", 9, 12, 0.5, "We need to record decisions.")
+    folded = hits_per_note([status, prose])
+    assert [(h.heading, h.score) for h in folded] == [("1. Record architecture decisions > Context", 0.9)]

@@ -95,6 +95,22 @@ def title_form(folder: str | Path) -> tuple[str, bool]:
     return match["separator"], len(match["number"]) == len(NUMBERED.match(newest[1].name)["number"])
 
 
+def is_own_series(folder: str | Path) -> bool:
+    """Whether every record of the folder opens in this tool's own form, `# NNNN: Title`: a series it
+    started. A team's adr-tools or MADR series (`# 4. Title`, frontmatter) is theirs, in their form."""
+    for path in Path(folder).glob("*.md") if Path(folder).is_dir() else ():
+        if path.name.lower() in NOT_RECORDS:
+            continue
+        try:
+            first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+        except (OSError, UnicodeDecodeError):
+            continue  # check_adrs says so, in a series of ours
+        match = TITLE.match(first)
+        if match is None or match["separator"] != ": ":
+            return False
+    return True
+
+
 def create(folder: str | Path, title: str, context: str, options: str, decision: str,
            status: str = "accepted", **write) -> Path:
     """Write <folder>/NNNN-slug.md with the next free number; returns its path (raises if refused)."""

@@ -48,8 +48,11 @@ def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tupl
 _FIELD = re.compile(r"^(?:[-*]\s+)?(?:\*\*|__)?[A-Za-z][\w /-]{0,40}(?:\*\*|__)?\s*:(?:\*\*|__)?(?:\s.{0,160})?$")
 
 
-def no_prose(text: str) -> bool:
-    """Whether a chunk's text is only metadata lines (or nothing: a heading right above another)."""
+def no_prose(text: str, heading: str = "") -> bool:
+    """Whether a chunk is only metadata: field lines, nothing (a heading right above another), or a
+    decision record's `## Status` section (adr-tools and MADR: "Accepted" under its own heading)."""
+    if heading.rsplit(">", 1)[-1].strip().lower() == "status":
+        return True
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return len(lines) <= 12 and all(_FIELD.match(line) for line in lines)
 
@@ -62,8 +65,8 @@ def prefer_prose(order: list[tuple[int, float]], others: dict[int, list], rows: 
     shown, kept = [], dict(others)
     for cid, score in order:
         rest = kept.get(cid, [])
-        bare = cid in rows and no_prose(rows[cid].text)
-        prose = next((row for row in rest if not no_prose(row.text)), None) if bare else None
+        bare = cid in rows and no_prose(rows[cid].text, rows[cid].heading)
+        prose = next((row for row in rest if not no_prose(row.text, row.heading)), None) if bare else None
         if prose is None:
             shown.append((cid, score))
             continue
@@ -82,7 +85,8 @@ def hits_per_note(hits: Iterable[Hit]) -> list[Hit]:
     """Hits (chunks) folded into one per note, as the Searcher folds its candidates (recall's notes)."""
     folded = []
     for first, rest in group_by_note(hits, lambda hit: hit.path):
-        prose = next((h for h in rest if not no_prose(h.snippet)), None) if no_prose(first.snippet) else None
+        bare = no_prose(first.snippet, first.heading)
+        prose = next((h for h in rest if not no_prose(h.snippet, h.heading)), None) if bare else None
         if prose is not None:  # as prefer_prose: the note's rank and score, its prose shown
             first, rest = replace(prose, score=first.score), [first] + [h for h in rest if h is not prose]
         folded.append(replace(first, more=len(rest), also=tuple(section_of(h) for h in rest[:MAX_ALSO])))
