@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vault_index.services.search.per_note import hits_per_note
+from vault_index.services.search.per_note import hits_per_note, no_prose
 from vault_index.types import Hit
 
 
@@ -23,3 +23,8 @@ def test_an_adr_tools_status_section_is_not_the_hit_either():
     prose = Hit("/d/0001.md", "1. Record architecture decisions > Context", 9, 12, 0.5, "We need to record decisions.")
     folded = hits_per_note([status, prose])
     assert [(h.heading, h.score) for h in folded] == [("1. Record architecture decisions > Context", 0.9)]
+
+
+def test_a_notes_own_key_value_lines_are_its_content_not_a_status_block():
+    assert no_prose("Status: accepted\nDate: 2026-04-02\n- **Deciders:** checkout team", "0004: Retry budget")
+    assert not no_prose("Battery: 2xAA\nRange: 300 m", "Garden sensor > Spec")

@@ -44,8 +44,11 @@ def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tupl
     return [first for first, _ in groups], {first[0]: [rows[cid] for cid, _ in rest] for first, rest in groups}
 
 
-# A metadata line of a decision record or a status block: `Status: accepted`, `- **Date:** 2026-04-02`.
-_FIELD = re.compile(r"^(?:[-*]\s+)?(?:\*\*|__)?[A-Za-z][\w /-]{0,40}(?:\*\*|__)?\s*:(?:\*\*|__)?(?:\s.{0,160})?$")
+# A decision record's status block (Nygard, adr-tools, MADR): `Status: accepted`, `- **Date:** 2026-04-02`.
+# Only these keys: a note's own "Range: 300 m" lines are its content, never skipped.
+_FIELD = re.compile(r"^(?:[-*]\s+)?(?:\*\*|__)?(?:status|date|deciders?|authors?|owners?|reviewers?|consulted|informed"
+                    r"|supersedes|superseded by|technical story|tags|created|updated|last updated)(?:\*\*|__)?\s*:"
+                    r"(?:\*\*|__)?(?:\s.{0,160})?$", re.IGNORECASE)
 
 
 def no_prose(text: str, heading: str = "") -> bool:
