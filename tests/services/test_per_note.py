@@ -28,3 +28,5 @@ def test_an_adr_tools_status_section_is_not_the_hit_either():
 def test_a_notes_own_key_value_lines_are_its_content_not_a_status_block():
     assert no_prose("Status: accepted\nDate: 2026-04-02\n- **Deciders:** checkout team", "0004: Retry budget")
     assert not no_prose("Battery: 2xAA\nRange: 300 m", "Garden sensor > Spec")
+    assert no_prose("Accepted", "1. Use Postgres > Status")
+    assert not no_prose("Run kubectl get pods and check that every replica reports ready.", "Runbook > Status")

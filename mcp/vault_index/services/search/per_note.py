@@ -54,8 +54,8 @@ _FIELD = re.compile(r"^(?:[-*]\s+)?(?:\*\*|__)?(?:status|date|deciders?|authors?
 def no_prose(text: str, heading: str = "") -> bool:
     """Whether a chunk is only metadata: field lines, nothing (a heading right above another), or a
     decision record's `## Status` section (adr-tools and MADR: "Accepted" under its own heading)."""
-    if heading.rsplit(">", 1)[-1].strip().lower() == "status":
-        return True
+    if heading.rsplit(">", 1)[-1].strip().lower() == "status" and len(text.split()) <= 6:
+        return True  # "Accepted", "Superseded by 0005"; a runbook's long Status section is content
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return len(lines) <= 12 and all(_FIELD.match(line) for line in lines)
 
