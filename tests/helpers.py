@@ -186,6 +186,22 @@ def fresh_machine(monkeypatch, tmp_path: Path, rerank: bool = True) -> Path:
     return home
 
 
+def opened(monkeypatch, folder: Path | None):
+    """An App as a session in `folder` opens it (CLAUDE_PROJECT_DIR), or as the terminal with none."""
+    from vault_index.services.app import App
+
+    if folder is None:
+        monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    else:
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(folder))
+    return App.open(Settings.from_env())
+
+
+def found(app, word: str) -> set[str]:
+    """The paths a keyword search for `word` returns in `app`'s workspace."""
+    return {hit.path for hit in app.search(word, "keyword", 20).hits}
+
+
 def note(folder: Path, name: str, text: str) -> Path:
     """A note titled by its file name, with `text` as its body."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -4,32 +4,17 @@ checked against what the workspace sees; a hidden path answered in the words of 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-from helpers import fresh_machine, note
-from vault_index.config import Settings
+from helpers import found, fresh_machine, note, opened
 from vault_index.errors import NotFoundError, OutsideSourcesError
 from vault_index.services import boundary
-from vault_index.services.app import App
 
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
     monkeypatch.chdir(fresh_machine(monkeypatch, tmp_path))
     return tmp_path
-
-
-def opened(monkeypatch, folder: Path | None) -> App:
-    if folder is None:
-        monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
-    else:
-        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(folder))
-    return App.open(Settings.from_env())
-
-
-def found(app: App, word: str) -> set[str]:
-    return {hit.path for hit in app.search(word, "keyword", 20).hits}
 
 
 @pytest.fixture

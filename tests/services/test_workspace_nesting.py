@@ -6,10 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import fresh_machine, note
-from vault_index.config import Settings
+from helpers import found, fresh_machine, note, opened
 from vault_index.errors import NotFoundError, VaultIndexError
-from vault_index.services.app import App
 
 
 @pytest.fixture
@@ -21,18 +19,6 @@ def env(monkeypatch, tmp_path):
 def project(root: Path) -> Path:
     (root / ".git").mkdir(parents=True)
     return root
-
-
-def opened(monkeypatch, folder: Path | None) -> App:
-    if folder is None:
-        monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
-    else:
-        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(folder))
-    return App.open(Settings.from_env())
-
-
-def found(app: App, word: str) -> set[str]:
-    return {hit.path for hit in app.search(word, "keyword", 20).hits}
 
 
 def test_a_projects_docs_inside_a_personal_folder_stay_that_projects(env, monkeypatch):
