@@ -1,9 +1,5 @@
-"""scripts/invariants.py on a correctly wired temp project, then with one thing broken at a time.
-
-The project is built the way setup.py wires a clone (.mcp.json, .claude/settings.json hooks), with
-a real index, memory graph, golden set, lessons, ADR and CLAUDE.md. Each test breaks exactly one
-of them and expects exactly that check to leave ok.
-"""
+"""scripts/invariants.py on a correctly wired temp project, then with one thing broken at a time
+(the content checks: test_invariants_content.py)."""
 
 from __future__ import annotations
 
@@ -13,144 +9,25 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from helpers import REPO, cli_env, write
-from vault_index.engine.embedding.models import Models
-from vault_index.services.app import App
-
-SCRIPTS = REPO / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-import invariants  # noqa: E402
-from _invariant_content import token_counter  # noqa: E402
-from _invariant_wiring import Context, registered_servers  # noqa: E402
-from vault_index.config import Settings  # noqa: E402
-
-PYTHON = Path(sys.executable)
-NOTE = "# Garden sensor\n\n## Battery\n\nTwo AA cells last nine months.\n\n### Sleep\n\nWakes every ten minutes.\n"
-LESSONS = """# Lessons
-
-Lessons learned here.
-
-## L-0001: Re-index after every edit
-- status: active
-- date: 2026-11-30
-- lesson: Re-index after every edit
-- cause: A search missed a note written a minute earlier.
-- detect: The edit hook test asserts the new text is found.
-"""
-ADR = """# 0001: Keep the index in SQLite
-
-Status: accepted
-
-## Context
-
-One file, no server.
-
-## Options measured
-
-SQLite and a vector database.
-
-## Decision
-
-SQLite.
-"""
-
-
-def hook_command(script: str) -> str:
-    # The shape setup.py writes: interpreter and script both under $CLAUDE_PROJECT_DIR.
-    name, _, rest = script.partition(" ")
-    command = f'"$CLAUDE_PROJECT_DIR/.venv/bin/python" "$CLAUDE_PROJECT_DIR/scripts/{name}"'
-    return f"{command} {rest}".strip()
-
-
-def settings_hooks() -> dict:
-    def group(script, timeout, matcher=None):
-        entry = {"matcher": matcher} if matcher else {}
-        entry["hooks"] = [{"type": "command", "command": hook_command(script), "timeout": timeout}]
-        return [entry]
-
-    return {"hooks": {
-        "SessionStart": group("invariants.py --hook", 60),
-        "PostToolUse": group("reindex_hook.py", 60, "Write|Edit|MultiEdit"),
-        "UserPromptSubmit": group("context_guard.py", 10),
-        "PreCompact": group("precompact_snapshot.py", 30),
-        "Stop": group("capture_hook.py", 30),
-    }}
-
-
-class Project:
-    def __init__(self, root: Path, db: Path, memory: Path):
-        self.root, self.db, self.memory = root, db, memory
-        self.note = root / "notes" / "garden.md"
-        self.claude = root.parent / "claude-config"
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = cli_env(self.db)
-        for name in ("VAULT_MEMORY_FILE", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "VAULT_INDEX_PYTHON",
-                     "VAULT_INDEX_SETUP_NOTE"):
-            env.pop(name, None)  # VAULT_MEMORY_FILE unset: the .mcp.json default names self.memory
-        env["CLAUDE_PROJECT_DIR"] = str(self.root)
-        env["CLAUDE_CONFIG_DIR"] = str(self.claude)  # never the person's own ~/.claude.json
-        env.update(extra)
-        return env
-
-    def context(self) -> Context:
-        return Context(project=self.root, settings=Settings.from_env())
-
-    def result(self, check) -> invariants.Result:
-        return invariants._timed(check, self.context())
-
-    def mcp(self) -> dict:
-        return json.loads((self.root / ".mcp.json").read_text())
-
-    def write_json(self, rel: str, data: dict) -> None:
-        write(self.root, rel, json.dumps(data, indent=2))
+from helpers import REPO, write
+from invariants_harness import (
+    SCRIPTS,
+    Context,
+    Project,
+    hook_command,
+    invariants,
+    registered_servers,
+    run_script,
+    settings_hooks,
+    wired_project,
+)
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Project:
-    root = tmp_path / "proj"
-    db, memory = tmp_path / "state" / "index.db", tmp_path / "state" / "memory.jsonl"
-    root.mkdir()
-    # The whole folder, not just bin/python: a venv python finds its packages via ../pyvenv.cfg.
-    (root / ".venv").symlink_to(PYTHON.parents[1], target_is_directory=True)
-    (root / "scripts").symlink_to(SCRIPTS, target_is_directory=True)
-    write(root, "notes/garden.md", NOTE)
-    write(root, "eval/golden.jsonl", json.dumps(
-        {"id": "q1", "query": "how long do the cells last", "file": "notes/garden.md",
-         "heading": "Garden sensor > Battery", "also": [{"file": "notes/garden.md",
-                                                          "heading": "Garden sensor > Battery > Sleep"}]}) + "\n")
-    write(root, "docs/lessons.md", LESSONS)
-    write(root, "docs/adr/0001-keep-the-index-in-sqlite.md", ADR)
-    write(root, "CLAUDE.md", "# Working here\n\nSearch first. See @docs/guide.md for more.\n")
-    write(root, "docs/guide.md", "Cite sources.\n")
-    memory.parent.mkdir(parents=True)
-    memory.write_text(json.dumps({"type": "entity", "name": "Garden sensor", "entityType": "project",
-                                  "source": str(root / "notes" / "garden.md"),
-                                  "created": "2026-11-30T12:00:00Z"}) + "\n")
-    proj = Project(root, db, memory)
-    proj.write_json(".mcp.json", {"mcpServers": {"vault-index": {
-        "command": str(root / ".venv" / "bin" / "python"),
-        "args": ["-m", "vault_index", "--memory-file", "${VAULT_MEMORY_FILE:-" + str(memory) + "}"]}}})
-    proj.write_json(".claude/settings.json", settings_hooks())
-    for key, value in proj.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("VAULT_MEMORY_FILE", raising=False)
-    monkeypatch.delenv("CLAUDE_PLUGIN_ROOT", raising=False)
-    monkeypatch.delenv("VAULT_INDEX_SETUP_NOTE", raising=False)
-    app = App.open(Settings.from_env(), models=Models.fixed(None, None))
-    try:
-        app.index([str(root / "notes")])
-    finally:
-        app.close()
-    return proj
-
-
-def run_script(proj: Project, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPTS / "invariants.py"), *args], input=stdin,
-                          capture_output=True, text=True, env=proj.env(**env), cwd=proj.root, timeout=60)
+    return wired_project(tmp_path, monkeypatch)
 
 
 # --- everything passes -------------------------------------------------------------------------
@@ -277,151 +154,6 @@ def test_hooks_fail_when_an_event_or_script_is_missing(project, breakage):
     project.write_json(".claude/settings.json", settings)
     result = project.result(invariants.check_hooks)
     assert result.status == "fail", result.detail
-
-
-def test_sources_fail_when_a_registered_folder_is_gone(project, tmp_path):
-    extra = write(tmp_path, "elsewhere/note.md", "# Elsewhere\n\ntext\n").parent
-    app = App.open(Settings.from_env(), models=Models.fixed(None, None))
-    try:
-        app.index([str(extra)])
-    finally:
-        app.close()
-    assert project.result(invariants.check_sources).status == "ok"
-    (extra / "note.md").unlink()
-    extra.rmdir()
-    result = project.result(invariants.check_sources)
-    assert result.status == "fail" and str(extra) in result.detail
-
-
-def test_sources_warn_when_nothing_is_indexed(project, monkeypatch, tmp_path):
-    monkeypatch.setenv("VAULT_INDEX_DB", str(tmp_path / "none.db"))
-    result = project.result(invariants.check_sources)
-    assert result.status == "warn" and not (tmp_path / "none.db").exists()  # checking creates nothing
-
-
-def test_index_fresh_counts_changed_new_and_deleted_notes(project):
-    assert project.result(invariants.check_index_fresh).status == "ok"
-    project.note.write_text(NOTE + "\nMore text.\n")
-    write(project.root, "notes/new.md", "# New\n\nnot indexed yet\n")
-    result = project.result(invariants.check_index_fresh)
-    assert result.status == "warn" and result.detail.startswith("2 notes changed")
-    (project.root / "notes" / "new.md").unlink()
-    project.note.unlink()
-    result = project.result(invariants.check_index_fresh)
-    assert result.status == "warn" and "deleted" in result.detail
-
-
-def test_index_fresh_caps_its_walk(project):
-    for i in range(5):
-        write(project.root, f"notes/n{i}.md", f"# N{i}\n\ntext\n")
-    result = invariants.check_index_fresh(project.context(), cap=3)
-    assert "first 3 files checked" in result.detail
-
-
-def test_graph_fails_on_a_malformed_line(project):
-    with project.memory.open("a") as f:
-        f.write("{not json\n")
-        f.write(json.dumps({"type": "relation", "from": "Garden sensor", "to": "Nobody", "relationType": "x",
-                            "source": str(project.note), "created": "2026-11-30T12:00:00Z"}) + "\n")
-    result = project.result(invariants.check_graph)
-    assert result.status == "fail" and "2 problems" in result.detail
-    assert project.result(invariants.check_graph_sources).status == "ok"  # a separate concern
-
-
-def test_graph_sources_fail_when_a_source_file_is_gone(project):
-    project.note.unlink()
-    result = project.result(invariants.check_graph_sources)
-    assert result.status == "fail" and str(project.note) in result.detail
-    assert project.result(invariants.check_graph).status == "ok"
-
-
-def test_graph_checks_follow_the_declared_memory_file(project, monkeypatch, tmp_path):
-    other = write(tmp_path, "other.jsonl", "garbage\n")
-    monkeypatch.setenv("VAULT_MEMORY_FILE", str(other))  # the ${VAULT_MEMORY_FILE:-...} in .mcp.json
-    assert project.result(invariants.check_graph).status == "fail"
-
-
-@pytest.mark.parametrize("label", [
-    {"file": "notes/missing.md", "heading": "Garden sensor"},
-    {"file": "notes/garden.md", "heading": "Garden sensor > Watering"},
-    {"file": "notes/garden.md", "heading": "Garden sensor > Batt"},  # a prefix of a word is not a path
-])
-def test_golden_fails_on_a_label_that_points_nowhere(project, label):
-    line = {"id": "q2", "query": "x", **label}
-    with (project.root / "eval" / "golden.jsonl").open("a") as f:
-        f.write(json.dumps(line) + "\n")
-    result = project.result(invariants.check_golden)
-    assert result.status == "fail" and "q2:" in result.detail
-
-
-def test_lessons_adrs_fail_on_a_malformed_lesson_or_record(project):
-    lessons = project.root / "docs" / "lessons.md"
-    lessons.write_text(LESSONS.replace("- status: active\n", ""))
-    assert project.result(invariants.check_lessons_adrs).status == "fail"
-    lessons.write_text(LESSONS)
-    write(project.root, "docs/adr/0002-no-sections.md", "# 0002: Nothing here\n")
-    result = project.result(invariants.check_lessons_adrs)
-    assert result.status == "fail" and "0002" in result.detail
-
-
-def test_lessons_adrs_checks_and_names_the_series_the_project_uses(project):
-    """Issue 39: with the records in docs/decisions (where adr_create writes), the check read
-    docs/adr, which does not exist, and said "docs/lessons.md and docs/adr/ ... well formed"."""
-    (project.root / "docs" / "adr" / "0001-keep-the-index-in-sqlite.md").unlink()
-    (project.root / "docs" / "adr").rmdir()
-    write(project.root, "docs/decisions/0001-keep-the-index-in-sqlite.md", ADR)
-    report = json.loads(run_script(project, "--json").stdout)
-    detail = next(c["detail"] for c in report["checks"] if c["id"] == "lessons-adrs")
-    assert "docs/decisions/" in detail and "docs/adr" not in detail, detail
-    write(project.root, "docs/decisions/0002-no-sections.md", "# 0002: Nothing here\n")
-    run = run_script(project, "--hook", stdin=json.dumps({"hook_event_name": "SessionStart", "source": "startup",
-                                                          "cwd": str(project.root)}))
-    context = json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "lessons-adrs" in context and "docs/decisions/0002-no-sections.md" in context, context
-
-
-def test_a_teams_own_decision_series_is_not_held_to_this_tools_template(project):
-    """A walkthrough of issue 39: adr-tools records (`# 1. Title`, `## Status`, no `## Options
-    measured`) failed this check, and every session start told the agent to rewrite them."""
-    (project.root / "docs" / "adr" / "0001-keep-the-index-in-sqlite.md").unlink()
-    (project.root / "docs" / "adr").rmdir()
-    write(project.root, "docs/decisions/0001-record-architecture-decisions.md",
-          "# 1. Record architecture decisions\n\nDate: 2024-01-01\n\n## Status\n\nAccepted\n\n"
-          "## Context\n\nWe record decisions.\n\n## Decision\n\nADRs.\n\n## Consequences\n\nSee above.\n")
-    result = project.result(invariants.check_lessons_adrs)
-    assert result.status == "ok" and "docs/decisions/ is the project's own series" in result.detail, result.detail
-    run = run_script(project, "--hook", stdin=json.dumps({"hook_event_name": "SessionStart", "source": "startup",
-                                                          "cwd": str(project.root)}))
-    assert "lessons-adrs" not in (run.stdout or ""), run.stdout
-
-
-def test_context_budget_counts_imports_and_warns_over_budget(project):
-    ok = project.result(invariants.check_context_budget)
-    assert ok.status == "ok" and "2 always-loaded files" in ok.detail
-    write(project.root, "docs/guide.md", "word " * 4000)
-    result = project.result(invariants.check_context_budget)
-    assert result.status == "warn" and result.fix
-    assert ("tiktoken" in result.detail) or ("estimate" in result.detail)  # says how it counted
-
-
-def test_context_budget_ignores_imports_in_code_and_emails(project):
-    write(project.root, "CLAUDE.md", "Mail me@example.com. `@docs/guide.md` in code.\n```\n@docs/guide.md\n```\n")
-    assert "1 always-loaded files" in project.result(invariants.check_context_budget).detail
-
-
-def test_context_budget_warns_on_a_missing_import(project):
-    write(project.root, "CLAUDE.md", "See @docs/gone.md\n")
-    result = project.result(invariants.check_context_budget)
-    assert result.status == "warn" and "docs/gone.md" in result.detail
-
-
-def test_token_counter_uses_an_offline_encoding_or_says_it_estimates():
-    count, how = token_counter()
-    assert count("") == 0 and count("a b c d e f g h") > 0
-    try:
-        import tiktoken  # noqa: F401
-    except ImportError:
-        assert how.startswith("estimate") and count("x" * 400) == 100
 
 
 # --- output shapes -----------------------------------------------------------------------------
