@@ -67,16 +67,20 @@ def prefer_prose(order: list[tuple[int, float]], others: dict[int, list], rows: 
     the status block joins its other sections. A note with no such chunk keeps its best."""
     shown, kept = [], dict(others)
     for cid, score in order:
-        rest = kept.get(cid, [])
-        bare = cid in rows and no_prose(rows[cid].text, rows[cid].heading)
-        prose = next((row for row in rest if not no_prose(row.text, row.heading)), None) if bare else None
-        if prose is None:
+        if cid not in rows:
             shown.append((cid, score))
             continue
-        del kept[cid]
-        kept[prose.id] = [rows[cid]] + [row for row in rest if row is not prose]
-        shown.append((prose.id, score))
+        row, rest = _prose_first(rows[cid], kept.pop(cid, []), lambda r: no_prose(r.text, r.heading))
+        kept[row.id] = rest
+        shown.append((row.id, score))
     return shown, kept
+
+
+def _prose_first(first: T, rest: list[T], bare: Callable[[T], bool]) -> tuple[T, list[T]]:
+    """(the item a note is shown by, its other items): `first`, unless it is a status block and a
+    later item has prose; then that item, with `first` leading the others."""
+    prose = next((item for item in rest if not bare(item)), None) if bare(first) else None
+    return (first, rest) if prose is None else (prose, [first] + [item for item in rest if item is not prose])
 
 
 def section_of(found) -> SectionRef:
@@ -87,12 +91,11 @@ def section_of(found) -> SectionRef:
 def hits_per_note(hits: Iterable[Hit]) -> list[Hit]:
     """Hits (chunks) folded into one per note, as the Searcher folds its candidates (recall's notes)."""
     folded = []
-    for first, rest in group_by_note(hits, lambda hit: hit.path):
-        bare = no_prose(first.snippet, first.heading)
-        prose = next((h for h in rest if not no_prose(h.snippet, h.heading)), None) if bare else None
-        if prose is not None:  # as prefer_prose: the note's rank and score, its prose shown
-            first, rest = replace(prose, score=first.score), [first] + [h for h in rest if h is not prose]
-        folded.append(replace(first, more=len(rest), also=tuple(section_of(h) for h in rest[:MAX_ALSO])))
+    for best, rest in group_by_note(hits, lambda hit: hit.path):
+        # as prefer_prose: the note's rank and score, its prose shown
+        first, rest = _prose_first(best, rest, lambda hit: no_prose(hit.snippet, hit.heading))
+        folded.append(replace(first, score=best.score, more=len(rest),
+                              also=tuple(section_of(h) for h in rest[:MAX_ALSO])))
     return folded
 
 

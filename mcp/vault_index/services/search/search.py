@@ -26,7 +26,7 @@ from vault_index.engine.stores.store_contract import IndexStore
 from vault_index.errors import UsageError
 from vault_index.services.search import confidence, dates, fusion, subqueries
 from vault_index.services.search.per_note import MAX_ALSO, best_per_note, prefer_prose, section_of
-from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote
+from vault_index.services.search.query import MAX_QUERY_CHARS, fts_match, query_terms, quote, word_starts
 from vault_index.services.search.snippets import snippet
 from vault_index.services.search.subqueries import SubQueries
 from vault_index.services.search.subqueries import check as check_subqueries
@@ -351,7 +351,7 @@ class Searcher:
         result = {}
         for cid, row in rows.items():
             text = f"{row.title}\n{row.heading}\n{row.text}".lower()
-            result[cid] = fusion.coverage([word_start_in(text, t) for t in wanted], weights)
+            result[cid] = fusion.coverage([next(word_starts(text, t), None) is not None for t in wanted], weights)
         return result
 
     def _rerank(self, query: str, fused: list[tuple[int, float]], rows: dict, notices: list[str]):
@@ -444,16 +444,6 @@ class Searcher:
             score=round(score, 6), snippet=snippet(row.text, terms), status=row.status, explain=explain,
             more=len(others), also=tuple(section_of(other) for other in others[:MAX_ALSO]),
         )
-
-
-def word_start_in(text: str, term: str) -> bool:
-    """Whether `term` begins a word of `text` ("sensor" in "sensors", not in "nonsensor")."""
-    at = text.find(term)
-    while at >= 0:
-        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
-            return True
-        at = text.find(term, at + 1)
-    return False
 
 
 def idf_mass(counts: _DocCounts | None) -> float:

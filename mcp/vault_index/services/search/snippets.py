@@ -11,6 +11,7 @@ opening text.
 from __future__ import annotations
 
 from vault_index.engine.parsing.parse import HTML_ANCHOR as _ANCHOR  # stripped from every snippet
+from vault_index.services.search.query import word_starts
 
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
 # How far before the first query word a window into one long line starts (a quarter of the budget).
@@ -32,18 +33,8 @@ def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
 
 def _matches(text: str, terms: list[str]) -> list[tuple[int, str]]:
     """(offset, term) of every place a query word begins a word of `text`, in text order."""
-    if not terms:
-        return []
     lower = text.lower()
-    found = []
-    for term in dict.fromkeys(terms):  # str.find per word: far cheaper than one alternation regex
-        at = lower.find(term)
-        while at >= 0:
-            if at == 0 or not (lower[at - 1].isalnum() or lower[at - 1] == "_"):
-                found.append((at, term))
-            at = lower.find(term, at + 1)
-    found.sort()
-    return found
+    return sorted((at, term) for term in dict.fromkeys(terms) for at in word_starts(lower, term))
 
 
 def _best_start(text: str, found: list[tuple[int, str]], budget: int) -> int:
