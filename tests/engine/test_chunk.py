@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers import FakeEmbedder
 from vault_index.engine.parsing.chunk import MAX_CHUNK_CHARS, approximate_tokens, chunk_note, embed_text_for
 from vault_index.engine.parsing.parse import parse_note
@@ -84,3 +85,31 @@ def test_chunk_text_is_verbatim_from_the_file_when_a_paragraph_is_split_by_lines
     for chunk in chunks:
         assert chunk.text in text
         assert "\n".join(text.split("\n")[chunk.line_start - 1 : chunk.line_end]).strip() == chunk.text
+
+
+NYGARD = "# 1. Use Postgres\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n## Context\n\nMany writers share one database.\n"
+MADR = ("# Use Postgres\n\n* Status: accepted\n* Deciders: data team\n* Date: 2026-01-01\n\n"
+        "## Context and Problem Statement\n\nMany writers share one database.\n\n## Decision Outcome\n\nPostgres.\n")
+
+
+@pytest.mark.parametrize("text, heading, first_line, count", [
+    (NYGARD, "1. Use Postgres > Context", "Date: 2026-01-01\n\nStatus: Accepted\n\nMany writers", 1),
+    (MADR, "Use Postgres > Context and Problem Statement", "* Status: accepted\n* Deciders: data team", 2),
+])
+def test_a_records_status_block_rides_with_its_first_prose(text, heading, first_line, count):
+    """Issue 39 item 8: a status block alone made a chunk that ranked first on the title's words and
+    was shown as the answer. It joins the next section with prose (a `## Status` word keeps its
+    label), from the block's first line; nothing of the note is lost."""
+    chunks = chunk_note(parse_note("/v/0001.md", text))
+    assert (chunks[0].heading, chunks[0].line_start) == (heading, 3)
+    assert chunks[0].text.startswith(first_line) and chunks[0].text.endswith("Many writers share one database.")
+    assert len(chunks) == count and not any(c.heading.endswith("Status") for c in chunks)
+
+
+def test_a_status_block_stays_its_own_chunk_when_nothing_follows_and_a_long_paragraph_still_takes_it():
+    alone = chunk_note(parse_note("/v/0002.md", "# 2. Refunds\n\nStatus: proposed\n"))
+    assert [(c.heading, c.text) for c in alone] == [("2. Refunds", "Status: proposed")]
+    long = "Payment calls were repeated without a limit. " * 60  # one line, split to fit
+    chunks = chunk_note(parse_note("/v/0003.md", f"# 3. Budget\n\nStatus: accepted\n\n## Context\n\n{long}\n"))
+    assert chunks[0].text.startswith("Status: accepted\n\nPayment calls") and len(chunks) >= 2
+    assert all(c.heading == "3. Budget > Context" for c in chunks)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from vault_index.services.search.per_note import hits_per_note, no_prose
+from vault_index.engine.parsing.status_block import no_prose
+from vault_index.services.search.per_note import hits_per_note
 from vault_index.types import Hit
 
 

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vault_index.engine.parsing.status_block import no_prose
 from vault_index.types import Chunk, Note, Section
 
 # About one screen of prose; the reference measured 1,200 as a good size for notes like ours.
@@ -87,17 +88,44 @@ def _finer(unit: _Unit) -> list[_Unit]:
     ]
 
 
+def _labelled(section: Section, units: list[_Unit]) -> list[_Unit]:
+    """A `## Status` section's word ("Accepted") as "Status: Accepted": carried away from its
+    heading, the chunk still says what the word is."""
+    name = section.heading.rsplit(">", 1)[-1].strip()
+    if name.lower() != "status" or units[0].text.lower().startswith("status"):
+        return units
+    first = units[0]
+    return [_Unit(first.line_start, first.line_end, f"{name}: {first.text}")] + units[1:]
+
+
+def _carried(note: Note) -> list[tuple[Section, list[_Unit], list[_Unit]]]:
+    """Each section with the status units carried into it and its own paragraphs; a status block's section (status_block.no_prose) is carried
+    into the next section that has prose, so that no chunk is a record's status alone: it ranked
+    first and was shown as the answer in the chunk view too (issue 39 item 8). A note with nothing
+    after its status block keeps it as its own chunk."""
+    out: list[tuple[Section, list[_Unit], list[_Unit]]] = []
+    carry: list[tuple[Section, list[_Unit], list[_Unit]]] = []
+    for section in note.sections:
+        units = _paragraphs(section)
+        if units and no_prose(section.text, section.heading):
+            carry.append((section, [], _labelled(section, units)))
+        elif units:
+            out.append((section, [unit for _, _, held in carry for unit in held], units))
+            carry = []
+    return out + carry
+
+
 def chunk_note(
     note: Note, count_tokens: TokenCounter = approximate_tokens, max_tokens: int = 512
 ) -> list[Chunk]:
     chunks: list[Chunk] = []
-    for section in note.sections:
+    for section, carried, units in _carried(note):
         context = context_for(note.title, section.heading)
 
         def fits(text: str, context: str = context) -> bool:
             return len(text) <= MAX_CHUNK_CHARS and count_tokens(f"{context}\n\n{text}") <= max_tokens
 
-        for group in _pack(_paragraphs(section), fits):
+        for group in _pack_carried(carried, units, fits):
             text = _join(group)
             embed_text = embed_text_for(note.title, section.heading, text)
             chunks.append(
@@ -126,6 +154,16 @@ def _join(units: list[_Unit]) -> str:
             parts.append("\n\n")
         parts.append(unit.text)
     return "".join(parts)
+
+
+def _pack_carried(carried: list[_Unit], units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:
+    """_pack with the carried status units in front; when they would fill a group alone (the first
+    paragraph is too long to join them whole), they join the first piece of that paragraph."""
+    groups = _pack(carried + units, fits)
+    if not carried or len(groups) < 2 or any(unit in units for unit in groups[0]):
+        return groups
+    own = _pack(units, fits)
+    return [carried + own[0]] + own[1:] if fits(_join(carried + own[0])) else groups
 
 
 def _pack(units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:

@@ -8,11 +8,11 @@ on request (`--chunks`, `per_note: false`) and in the eval, which scores chunk r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TypeVar
 
+from vault_index.engine.parsing.status_block import no_prose
 from vault_index.types import Hit, SectionRef
 
 # Trigger: a hit lists its note's other matched sections. Why: a section is one line of a reply
@@ -42,22 +42,6 @@ def best_per_note(order: list[tuple[int, float]], rows: dict) -> tuple[list[tupl
     """The best chunk of each note in `order`, and the rows of its other matched chunks, best first."""
     groups = group_by_note((pair for pair in order if pair[0] in rows), lambda pair: rows[pair[0]].path)
     return [first for first, _ in groups], {first[0]: [rows[cid] for cid, _ in rest] for first, rest in groups}
-
-
-# A decision record's status block (Nygard, adr-tools, MADR): `Status: accepted`, `- **Date:** 2026-04-02`.
-# Only these keys: a note's own "Range: 300 m" lines are its content, never skipped.
-_FIELD = re.compile(r"^(?:[-*]\s+)?(?:\*\*|__)?(?:status|date|deciders?|authors?|owners?|reviewers?|consulted|informed"
-                    r"|supersedes|superseded by|technical story|tags|created|updated|last updated)(?:\*\*|__)?\s*:"
-                    r"(?:\*\*|__)?(?:\s.{0,160})?$", re.IGNORECASE)
-
-
-def no_prose(text: str, heading: str = "") -> bool:
-    """Whether a chunk is only metadata: field lines, nothing (a heading right above another), or a
-    decision record's `## Status` section (adr-tools and MADR: "Accepted" under its own heading)."""
-    if heading.rsplit(">", 1)[-1].strip().lower() == "status" and len(text.split()) <= 6:
-        return True  # "Accepted", "Superseded by 0005"; a runbook's long Status section is content
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return len(lines) <= 12 and all(_FIELD.match(line) for line in lines)
 
 
 def prefer_prose(order: list[tuple[int, float]], others: dict[int, list], rows: dict):
