@@ -46,7 +46,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     for name, help_text in (("backlinks", "notes that link to NOTE"),
                             ("links", "the links NOTE makes, resolved or not")):
         p = sub.add_parser(name, parents=[common, kinds], help=help_text)
-        p.add_argument("note", help="a note: absolute, or relative to a source")
+        p.add_argument("note", help="a note: absolute, or relative to the project, vault or a source")
         p.set_defaults(run=cmd_links, direction=name)
     p = sub.add_parser("neighbors", parents=[common, kinds], help="notes within DEPTH links of NOTE, either way")
     p.add_argument("note")

@@ -44,12 +44,17 @@ _Phrase = Annotated[str, Field(max_length=subqueries.MAX_SUBQUERY_CHARS)]
 Keywords = Annotated[list[_Phrase], Field(max_length=subqueries.MAX_PER_KIND, description="terms the notes may use")]
 Paraphrases = Annotated[list[_Phrase], Field(max_length=subqueries.MAX_PER_KIND, description="the question reworded")]
 Hypothetical = Annotated[_Phrase, Field(description="a short passage as the answer might read")]
-NotePath = Annotated[str, Field(min_length=1, max_length=1024, description="vault-relative path of a .md note")]
+# Every tool takes every form (services/boundary.resolve; issue 39 item 4): the server's
+# instructions say PATH_RULE once, each path input "any path form" (the tool list's token budget).
+PATH_RULE = ("Every tool takes a path in any form (absolute, or relative to the project, vault or a source) "
+             "and answers absolute paths. ")
+ANY_FORM = "any path form"
+NotePath = Annotated[str, Field(min_length=1, max_length=1024, description=f"a .md note, {ANY_FORM}")]
 RequestId = Annotated[str | None, Field(max_length=100, description="retry with the same id: no second write")]
 Name = Annotated[str, Field(min_length=1, max_length=graph_service.MAX_NAME_CHARS)]
 Kind = Annotated[str, Field(min_length=1, max_length=graph_service.MAX_TYPE_CHARS)]
 SourcePath = Annotated[str, Field(min_length=1, max_length=graph_service.MAX_SOURCE_CHARS,
-                                  description="the fact's file: absolute or project-relative")]
+                                  description=f"the fact's file, {ANY_FORM}")]
 LessonId = Annotated[str, Field(min_length=2, max_length=12, pattern=r"^[Ll]-?\d{1,6}$", description="e.g. L-0003")]
 LessonText = Annotated[str, Field(min_length=1, max_length=lessons.MAX_LESSON_CHARS, description="one-line directive")]
 Cause = Annotated[str, Field(min_length=1, max_length=lessons.MAX_FIELD_CHARS, description="what taught it")]

@@ -35,6 +35,7 @@ from vault_index.services.access.access import scope_for
 from vault_index.services.app import App
 from vault_index.services.graph import graph as graph_service
 from vault_index.services.workspace import served_root
+from vault_index.surfaces.tool_inputs import PATH_RULE
 from vault_index.surfaces.vaults import _Vaults
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
                 "decisions, people or lessons, instead of guessing, passing keywords and a hypothetical "
                 "answer beside the question; cite the path and heading of each hit, "
                 "and open a note with get_note when a snippet is not enough. list_sources shows what you "
-                "may read. Curated vault notes: note_read, then note_write with the version you read.")
+                "may read. " + PATH_RULE + "Curated vault notes: note_read, then note_write with the version you read.")
     vectors = (
         "hybrid keyword + vector search is live"
         if status["vectors_live"]
@@ -215,7 +216,7 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
         "before answering questions about past work, decisions, people or lessons, instead of guessing, "
         "passing keywords (the notes' likely terms) and a hypothetical answer beside the question; cite the path and "
         "heading of each hit, and open a note with get_note when a snippet is not enough. "
-        "index_paths adds a folder; list_sources shows what is indexed. "
+        "index_paths adds a folder; list_sources shows what is indexed. " + PATH_RULE
         + (graph_summary(memory_file, visible) if memory_file else "")
         + "recall searches notes, lessons and the graph at once: use it first for a broad topic. "
         "Curated vault notes: note_read, then note_write with the version you read (prepend, "

@@ -34,6 +34,7 @@ from vault_index.surfaces.tool_context import (
     refuse_unwritable,
 )
 from vault_index.surfaces.tool_inputs import (
+    ANY_FORM,
     Hypothetical,
     Keywords,
     Mode,
@@ -48,7 +49,7 @@ def search_notes(
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 8,
     mode: Annotated[Mode | None, Field(description="default hybrid (hybrid+rerank if VAULT_RERANK=1)")] = None,
-    path_prefix: Annotated[str | None, Field(max_length=1000)] = None,
+    path_prefix: Annotated[str | None, Field(max_length=1000, description=f"a folder, {ANY_FORM}")] = None,
     tags: Annotated[list[str] | None, Field(max_length=20)] = None,
     status: Annotated[str | None, Field(max_length=40, description="draft, canonical, deprecated")] = None,
     collection: Annotated[str | None, Field(max_length=200)] = None,
@@ -84,7 +85,7 @@ def search_notes(
 
 def get_note(
     tc: ToolContext,
-    path: Annotated[str, Field(min_length=1, max_length=4096, description="absolute, or relative to a source")],
+    path: Annotated[str, Field(min_length=1, max_length=4096, description=ANY_FORM)],
     ctx: Context,
     start_line: Annotated[int, Field(ge=1)] = 1,
     max_lines: Annotated[int, Field(ge=1, le=MAX_NOTE_LINES)] = 400,
