@@ -87,7 +87,8 @@ def test_chunk_text_is_verbatim_from_the_file_when_a_paragraph_is_split_by_lines
         assert "\n".join(text.split("\n")[chunk.line_start - 1 : chunk.line_end]).strip() == chunk.text
 
 
-NYGARD = "# 1. Use Postgres\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n## Context\n\nMany writers share one database.\n"
+NYGARD = ("# 1. Use Postgres\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n"
+          "## Context\n\nMany writers share one database.\n")
 MADR = ("# Use Postgres\n\n* Status: accepted\n* Deciders: data team\n* Date: 2026-01-01\n\n"
         "## Context and Problem Statement\n\nMany writers share one database.\n\n## Decision Outcome\n\nPostgres.\n")
 

@@ -351,13 +351,14 @@ def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_
     from vault_index.engine import indexer
 
     done, waiting = tmp_path / "done", tmp_path / "waiting"
-    write(done, "a.md", "# A\n\nwombat burrows at dusk\n")
+    for i in range(20):  # few enough wait that hybrid still runs (index_state.KEYWORD_ONLY_SHARE)
+        write(done, f"a{i}.md", f"# A{i}\n\nwombat burrows at dusk, part {i}\n")
     write(waiting, "b.md", "# B\n\nwombat tunnels\n\n## More\n\nwombat diet\n")
     app = open_app(FakeEmbedder("model-a"))
     app.index([str(done)])
     indexer.sync(app.store, app.models, [str(waiting)], embed=False)  # as a project's first, keyword-only pass
     result = app.search("wombat", mode="hybrid")
-    assert result.vector_used
+    assert result.vector_used and result.mode == "hybrid"
     pending = [n for n in result.notices if "have no vectors yet" in n]
     assert pending == [f"2 chunks of waiting ({waiting}) have no vectors yet: keyword-only for them "
                        "(a running server embeds them; `vault-index index` embeds them now)"]
@@ -377,8 +378,8 @@ def test_a_right_answer_waiting_for_its_vector_is_judged_by_the_keyword_side(tmp
     for i, (title, body) in enumerate([("Caching", "Redis caches sessions for thirty minutes."),
                                        ("Logging", "Logs go to Loki through promtail."),
                                        ("Billing", "Invoices are generated nightly by the billing cron."),
-                                       ("Auth", "Tokens are signed with the rotating key.")]):
-        write(docs, f"n{i}.md", f"# {title}\n\n{body}\n")
+                                       ("Auth", "Tokens are signed with the rotating key.")] * 3):
+        write(docs, f"n{i}.md", f"# {title}\n\n{body}\n")  # 1 of 13 waits: hybrid still runs
     app = open_app(FakeEmbedder("model-a"))
     app.index([str(docs)])
     write(docs, "deploy.md", "# Deploying the orders service\n\nRun `make deploy-orders` with the staging "
@@ -398,6 +399,37 @@ def test_a_right_answer_waiting_for_its_vector_is_judged_by_the_keyword_side(tmp
     assert embedded.judged_by == "hybrid" and embedded.relevant
 
 
+def test_a_search_reaching_mostly_unembedded_chunks_runs_keyword_only_and_says_so(tmp_path, open_app):
+    """Walkthrough A: with 98% of a project waiting for vectors, hybrid ranked an embedded wrong note
+    over the waiting right one and said "nothing relevant" (0.07); five seconds later 0.78. Above
+    KEYWORD_ONLY_SHARE waiting, a hybrid search runs keyword-only, says why, and is judged as such;
+    a search whose folder is embedded stays hybrid."""
+    from helpers import FakeEmbedder
+    from vault_index.engine import indexer
+    from vault_index.services.index_state import KEYWORD_ONLY_SHARE
+
+    done, docs = tmp_path / "done", tmp_path / "docs"
+    write(done, "a.md", "# Decisions\n\nWe picked Redis for rate limiting.\n")
+    for i in range(9):
+        write(docs, f"n{i}.md", f"# Topic {i}\n\nFiller about subject number {i}.\n")
+    write(docs, "mentors.md", "# Onboarding mentors\n\nEvery new engineer is onboarded with a mentor "
+          "for the first six weeks.\n")
+    app = open_app(FakeEmbedder("model-a"))
+    app.index([str(done)])
+    indexer.sync(app.store, app.models, [str(docs)], embed=False)  # 10 of 11 chunks wait
+    assert 10 / 11 > KEYWORD_ONLY_SHARE
+    result = app.search("how are new engineers onboarded", mode="hybrid")
+    assert (result.mode, result.vector_used, result.judged_by) == ("keyword", False, "keyword")
+    said = [n for n in result.notices if n.startswith("keyword-only: 10 of the 11 chunks searched have no vector")]
+    assert said and [n for n in result.notices if n.startswith(f"10 chunks of docs ({docs})")]
+    assert _names(result)[0] == "mentors.md" and result.relevant
+    embedded_only = app.search("redis rate limiting", mode="hybrid", filters=Filters(path_prefix=str(done)))
+    assert embedded_only.mode == "hybrid" and embedded_only.vector_used  # its folder has every vector
+    app.index([str(docs)])
+    again = app.search("how are new engineers onboarded", mode="hybrid")
+    assert again.mode == "hybrid" and not [n for n in again.notices if n.startswith("keyword-only")]
+
+
 def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_it_sees(tmp_path, open_app):
     """Issue 39 item 1 (the walkthrough): the very first answer in a project, before any chunk has a
     vector, is keyword-only and names the source still waiting; another workspace's source is not named."""
@@ -412,6 +444,23 @@ def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_i
     app.store.set_source_scope(str(theirs), str(tmp_path / "another-project"))
     result = app.search("wombat", mode="hybrid")
     assert not result.vector_used and result.mode == "keyword"
-    pending = [n for n in result.notices if "no vector" in n]
+    pending = [n for n in result.notices if n[0].isdigit()]  # "N chunks of SOURCE ...", one per source
     assert len(pending) == 1 and pending[0].startswith(f"1 chunk of mine ({mine}) has no vector yet"), pending
+    assert "keyword-only: the one chunk searched has no vector yet" in " ".join(result.notices)
     assert not [n for n in app.search("wombat", mode="keyword").notices if "no vectors" in n]  # none asked for
+
+
+def test_status_with_vectors_turned_off_says_the_vectors_it_holds_are_not_used(tmp_path, open_app):
+    """Walkthrough A (item 12): with VAULT_EMBED_MODEL=none, status still said "vectors 1 (model-a)"
+    as if they served, while every search was keyword-only."""
+    from vault_index.engine.embedding.models import Models
+
+    write(tmp_path / "v", "a.md", "# A\n\nwombat burrows\n")
+    open_app(FakeEmbedder("model-a"), db_name="shared.db").index([str(tmp_path / "v")])
+    off = open_app(None, db_name="shared.db")
+    off.models = Models("none", "none", tmp_path)  # as VAULT_EMBED_MODEL=none loads it
+    status = off.status()
+    assert (status["vectors"], status["embed_off"], status["vectors_live"], status["vectors_pending"]) == (
+        1, True, False, 0)
+    on = open_app(FakeEmbedder("model-a"), db_name="shared.db").status()
+    assert (on["embed_off"], on["vectors_live"]) == (False, True)

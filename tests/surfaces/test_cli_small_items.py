@@ -141,3 +141,24 @@ def test_counts_of_one_are_singular(tmp_path):
     assert "1 source, 1 file, 1 chunk\n" in status.stdout, status.stdout
     sources = run("sources")
     assert "(1 file, 1 chunk)" in sources.stdout, sources.stdout
+
+
+def test_off_a_terminal_an_embedding_says_it_started_before_its_first_batch(vault, open_app):
+    """Walkthrough A: a piped search embedding a project was silent for 16 s (the model load and the
+    first batch) and, under about 300 chunks, printed only its 100% line. The indexer now reports
+    each embedding's start, and a log shows it at once."""
+    import io
+
+    from vault_index.surfaces.cli_common import Progress
+
+    stream = io.StringIO()
+    stream.isatty = lambda: False
+    progress = Progress(True, stream)
+    seen = []
+    open_app(FakeEmbedder()).index([str(vault)], lambda *call: (seen.append(call), progress(*call)))
+    embeds = [call for call in seen if call[0] == "embed"]
+    assert embeds[0][1] == 0 and embeds[-1][1] == embeds[-1][2] > 0
+    lines = stream.getvalue().splitlines()
+    started = [i for i, line in enumerate(lines) if line == f"embed: 0/{embeds[0][2]} chunks, started"]
+    assert started and lines[-1].startswith(f"embed: {embeds[0][2]}/{embeds[0][2]} chunks (100%)")
+    assert started[0] < len(lines) - 1

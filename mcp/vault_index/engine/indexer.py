@@ -414,8 +414,7 @@ def _embed_missing(
     """
     early = models.embed_fingerprint(wait=False) if written else None
     listed = store.chunks_missing_vectors(early, sources=sources) if early else None
-    fingerprint = models.embed_fingerprint()  # after a load in progress: None when it failed
-    if fingerprint is None:
+    if (fingerprint := models.embed_fingerprint()) is None:  # after a load in progress: None when it failed
         models.embedder()  # no model (turned off, or its setting cannot resolve): records why
         return
     if path is not None:
@@ -445,9 +444,10 @@ def _embed_pending(store: Store, models: Models, fingerprint: str, report: SyncR
         if embedder.fingerprint != fingerprint:  # the model's files changed since the fingerprint was taken
             pending = store.chunks_missing_vectors(embedder.fingerprint, path, sources)
     report.vector_used = True
-    if not pending:
+    if not (total := len(pending)):
         return
-    total = len(pending)
+    if progress:  # said before the first batch (and a model load), which may take 15 s
+        progress("embed", 0, total)
     for start in range(0, total, EMBED_COMMIT_BATCH):
         batch = pending[start : start + EMBED_COMMIT_BATCH]
         texts = [embed_text_for(title, heading, text) for _, title, heading, text in batch]

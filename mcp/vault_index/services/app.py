@@ -59,7 +59,7 @@ class App:
     models: Models
     searcher: Searcher
     workspace: Workspace = Workspace(workspaces.PERSONAL)
-    _pending: tuple | None = None  # ((generation, model), {root: chunks without a vector}): pending_vectors
+    _pending: tuple | None = None  # ((generation, model), {root: chunks waiting}, {root: chunks}): index_state
 
     @classmethod
     def open(cls, settings: Settings | None = None, models: Models | None = None,
@@ -350,8 +350,11 @@ class App:
         filters = self.search_filters(filters, source)
         if filters is None:  # the path prefix lies outside the named source: nothing can match
             return SearchResult(query, mode, False, False, ())
-        result = self.searcher.search(query, mode, limit, filters, explain, per_note, subqueries)
-        notices = self.index_notices()
+        waiting = index_state.keyword_only_notice(self, filters and filters.path_prefix) \
+            if mode in (DEFAULT_MODE, RERANK_MODE) else None
+        result = self.searcher.search(query, "keyword" if waiting else mode, limit, filters, explain, per_note,
+                                      subqueries)
+        notices = self.index_notices() + ([waiting] if waiting else [])
         if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:

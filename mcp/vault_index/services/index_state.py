@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vault_index.engine.embedding.models import setting_notice
+from vault_index.engine.embedding.models import OFF_SETTINGS, setting_notice
 from vault_index.errors import NotFoundError
 from vault_index.services.search.search import RERANK_MODE
 from vault_index.types import SyncReport
@@ -29,9 +29,43 @@ def pending_vectors(app: App) -> dict[str, int]:
         return {}
     key = (app.store.generation(), embedder.fingerprint)
     if app._pending is None or app._pending[0] != key:
-        app._pending = (key, app.store.pending_vectors(embedder.fingerprint))
+        app._pending = (key, app.store.pending_vectors(embedder.fingerprint), None)
     seen = app._seen()
     return {root: count for root, count in app._pending[1].items() if seen(root)}
+
+
+# Trigger: while a project was embedded, hybrid fused chunks scored on both sides with chunks that
+# had keywords only, so a right note still waiting ranked under an embedded wrong one and the answer
+# said "nothing relevant" (0.07 with 98% waiting; 0.78 five seconds later). Outcome: when more than
+# this share of the chunks a search reaches wait for vectors, it runs keyword-only and says so.
+KEYWORD_ONLY_SHARE = 0.1
+
+
+def keyword_only_notice(app: App, prefix: str | None) -> str | None:
+    """The notice of a hybrid search run keyword-only because too many of the chunks it reaches
+    (its sources, narrowed to those `prefix` touches) wait for vectors; None when few enough do."""
+    pending = pending_vectors(app)
+    if not pending:
+        return None
+    if app._pending[2] is None:  # chunks per source, read once per generation while any wait
+        stats = app.store.source_stats(app._pending[0][1])
+        app._pending = (*app._pending[:2], {row["path"]: row["chunks"] for row in stats})
+    seen = app._seen()
+    reached = [root for root in app._pending[2] if seen(root) and (not prefix or _touches(root, prefix))]
+    waiting, total = sum(pending.get(root, 0) for root in reached), sum(app._pending[2][root] for root in reached)
+    if not total or waiting <= KEYWORD_ONLY_SHARE * total:
+        return None
+    if waiting == total:
+        which = "the one chunk searched has no" if total == 1 else f"none of the {total} chunks searched has a"
+        return f"keyword-only: {which} vector yet (hybrid once embedded)"
+    return (f"keyword-only: {waiting} of the {total} chunks searched have no vector yet, and hybrid would rank "
+            "every note that has one above them (hybrid again once they are embedded)")
+
+
+def _touches(root: str, prefix: str) -> bool:
+    """Whether a search under `prefix` reaches the source at `root` (either holds the other)."""
+    root, prefix = root.rstrip("/") + "/", prefix.rstrip("/") + "/"
+    return root.startswith(prefix) or prefix.startswith(root)
 
 
 def pending_notices(app: App) -> list[str]:
@@ -82,7 +116,10 @@ def status(app: App, probe_models: bool = False) -> dict:
 
     # the model this process embeds with (its fingerprint, known without loading it), not the
     # last one the index recorded: after a change of model, status names the new one (issue 39)
-    model = app.models.embed_fingerprint() or app.store.get_meta("embed_model")
+    loaded = app.models.embed_fingerprint()
+    model = loaded or app.store.get_meta("embed_model")
+    # VAULT_EMBED_MODEL=none: the vectors the index holds are counted, and said unused (walkthrough A)
+    off = not loaded and app.models.embed_setting.strip().lower() in OFF_SETTINGS
     found = sources(app, model)
     # Trigger: vectors were counted over the whole index and chunks over this workspace, so
     # status could show more vectors than chunks. Outcome: both from the same sources: the
@@ -99,8 +136,8 @@ def status(app: App, probe_models: bool = False) -> dict:
                       "sees": app.workspace.describe()},
         "sources": found, "embed_model": model or None,
         "embed_setting": app.settings.embed_model, "vectors": vectors,
-        "vectors_pending": counts["chunks"] - vectors if model else 0,
-        "vectors_live": bool(vectors), "vector_backend": backend,
+        "vectors_pending": counts["chunks"] - vectors if model and not off else 0,
+        "vectors_live": bool(vectors) and not off, "embed_off": off, "vector_backend": backend,
         "rerank": app.settings.rerank, "rerank_model": app.settings.rerank_model,
         "rerank_state": _rerank_state(app, probe_models),
         "problems": [{"path": p, "message": m} for p, m in app._seen_problems(

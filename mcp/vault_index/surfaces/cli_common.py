@@ -82,6 +82,9 @@ class Progress:
         self._last_call = now
         if self._bar is not None:
             self._bar.update(done - self._bar.n)
+        elif done == 0:  # a phase's start, before its first batch: a log shows the work began
+            self.stream.write(f"{phase}: 0/{total}{PHASE_UNITS.get(phase, '')}, started\n")
+            self.stream.flush()
         elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
             self._last_line = now
             line = tqdm.format_meter(done, total, now - self._started, prefix=phase,

