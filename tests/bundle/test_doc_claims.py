@@ -125,13 +125,24 @@ def test_the_progress_interval_in_docs_is_the_codes():
     assert f"{PLAIN_PROGRESS_SECONDS:g} seconds or more after the last line" in sentence.group(0)
 
 
+def test_the_readmes_test_time_is_one_figure():
+    """Walkthrough A: the top of the README said 5-12 minutes on 2 cores, its Development section
+    "about 5 minutes on 2 cores: 299 s"; the one figure the test command's line gives is the one."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    top = re.search(r"run the tests: (.+? on \d+ cores)", text)
+    development = " ".join(text.split("## Development", 1)[1].split())
+    durations = re.findall(r"\d[\d.,-]* (?:minutes?|min|s)\b(?: on \d+ cores)?", development)
+    assert top and durations == [top.group(1)], (top, durations)
+
+
 def test_the_plugin_size_in_getting_started_is_measured():
     """Issue 39: docs said "about 2 MB" for a plugin cache of 4.4 MB. The page now gives the size of
-    the source the plugin's links reach (what a fresh clone has) and says __pycache__ adds to it."""
+    the source the plugin's links reach (what a fresh clone has) and says __pycache__ adds to it.
+    Walkthrough A: "2.3 MB" had drifted to a measured 2.43 MB; the page rounds, "about 2.5 MB"."""
     import subprocess
 
     text = " ".join((REPO / "docs" / "getting-started.md").read_text(encoding="utf-8").split())
-    stated = re.search(r"plugin cache, about \d+ MB of source \((\d+\.\d) MB", text)
+    stated = re.search(r"plugin cache, about (\d+(?:\.\d)?) MB of source \(`find -L plugin", text)
     assert stated and "__pycache__" in text[stated.start():stated.start() + 400]
     linked = [p.resolve().relative_to(REPO) for p in (REPO / "plugin").iterdir() if p.is_symlink()]
     listed = subprocess.run(["git", "ls-files", "-z", "--", *map(str, linked)], cwd=REPO, check=True,
@@ -139,4 +150,4 @@ def test_the_plugin_size_in_getting_started_is_measured():
     size = sum((REPO / rel).stat().st_size for rel in listed if rel and (REPO / rel).is_file())
     size += sum(p.stat().st_size for d in (".claude", ".claude-plugin") for p in (REPO / "plugin" / d).rglob("*")
                 if p.is_file())
-    assert abs(size / 1e6 - float(stated.group(1))) <= 0.25 * float(stated.group(1)), size
+    assert abs(size / 1e6 - float(stated.group(1))) <= 0.15 * float(stated.group(1)), size  # "about"
