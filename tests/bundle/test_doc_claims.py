@@ -125,16 +125,6 @@ def test_the_progress_interval_in_docs_is_the_codes():
     assert f"{PLAIN_PROGRESS_SECONDS:g} seconds or more after the last line" in sentence.group(0)
 
 
-def test_the_readmes_test_time_is_one_figure():
-    """Walkthrough A: the top of the README said 5-12 minutes on 2 cores, its Development section
-    "about 5 minutes on 2 cores: 299 s"; the one figure the test command's line gives is the one."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    top = re.search(r"run the tests: (.+? on \d+ cores)", text)
-    development = " ".join(text.split("## Development", 1)[1].split())
-    durations = re.findall(r"\d[\d.,-]* (?:minutes?|min|s)\b(?: on \d+ cores)?", development)
-    assert top and durations == [top.group(1)], (top, durations)
-
-
 def test_the_plugin_size_in_getting_started_is_measured():
     """Issue 39: docs said "about 2 MB" for a plugin cache of 4.4 MB. The page now gives the size of
     the source the plugin's links reach (what a fresh clone has) and says __pycache__ adds to it.
