@@ -127,11 +127,12 @@ def test_the_progress_interval_in_docs_is_the_codes():
 
 def test_the_plugin_size_in_getting_started_is_measured():
     """Issue 39: docs said "about 2 MB" for a plugin cache of 4.4 MB. The page now gives the size of
-    the source the plugin's links reach (what a fresh clone has) and says __pycache__ adds to it."""
+    the source the plugin's links reach (what a fresh clone has) and says __pycache__ adds to it.
+    Walkthrough A: "2.3 MB" had drifted to a measured 2.43 MB; the page rounds, "about 2.5 MB"."""
     import subprocess
 
     text = " ".join((REPO / "docs" / "getting-started.md").read_text(encoding="utf-8").split())
-    stated = re.search(r"plugin cache, about \d+ MB of source \((\d+\.\d) MB", text)
+    stated = re.search(r"plugin cache, about (\d+(?:\.\d)?) MB of source \(`find -L plugin", text)
     assert stated and "__pycache__" in text[stated.start():stated.start() + 400]
     linked = [p.resolve().relative_to(REPO) for p in (REPO / "plugin").iterdir() if p.is_symlink()]
     listed = subprocess.run(["git", "ls-files", "-z", "--", *map(str, linked)], cwd=REPO, check=True,
@@ -139,4 +140,4 @@ def test_the_plugin_size_in_getting_started_is_measured():
     size = sum((REPO / rel).stat().st_size for rel in listed if rel and (REPO / rel).is_file())
     size += sum(p.stat().st_size for d in (".claude", ".claude-plugin") for p in (REPO / "plugin" / d).rglob("*")
                 if p.is_file())
-    assert abs(size / 1e6 - float(stated.group(1))) <= 0.25 * float(stated.group(1)), size
+    assert abs(size / 1e6 - float(stated.group(1))) <= 0.15 * float(stated.group(1)), size  # "about"

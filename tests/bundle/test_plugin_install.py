@@ -65,4 +65,4 @@ def test_claude_code_installs_the_plugin_from_a_local_clone_without_its_venv(tmp
     assert (cached / "scripts" / "plugin_run.py").is_file() and (cached / "mcp" / "vault_index").is_dir()
     assert json.loads((cached / ".claude-plugin" / "plugin.json").read_text())["name"] == "vault-index"
     size = sum(p.stat().st_size for p in cached.rglob("*") if p.is_file())
-    assert size < 20_000_000, size  # about 2 MB of source
+    assert size < 20_000_000, size  # about 2.5 MB of source (docs/getting-started.md), more with __pycache__

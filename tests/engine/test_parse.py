@@ -67,6 +67,16 @@ def test_html_anchors_stay_out_of_heading_paths():
         'Cross-origin settings > See <a href="x.md">x</a>']
 
 
+def test_html_comments_stay_out_of_titles_and_heading_paths():
+    """Walkthrough A: a comment to the writers is no word of a heading; a heading that is only a
+    comment adds nothing to the path; a code span in a heading is kept as written."""
+    note = parse_note("/d/book.md", "# Enums <!-- ch06 -->\n\nintro\n\n## Defining <!-- old name --> an Enum\n\na\n\n"
+                                    "## <!-- moved -->\n\n### Option\n\nb\n\n## The `<!-- more -->` marker\n\nc\n")
+    assert note.title == "Enums"
+    assert [s.heading for s in note.sections] == ["Enums", "Enums > Defining an Enum", "Enums > Option",
+                                                  "Enums > The `<!-- more -->` marker"]
+
+
 def test_headings_inside_code_fences_are_ignored_but_code_stays_in_the_section():
     sections = _by_heading(parse_note("/v/guide.md", DOC))
     assert not any("not a heading" in h or "still code" in h for h in sections)

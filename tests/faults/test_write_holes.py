@@ -82,7 +82,7 @@ def test_lessons_file_as_a_symlink_out_is_refused(project, outside):
     (project / "docs" / "lessons.md").symlink_to(outside / "victim.md")
     outcome = lessons.add_outcome(project / "docs" / "lessons.md", "Do X", "c", "d",
                                   writer=WriteService(Vault.open(project)), caller=ME)
-    assert outcome.status == "refused" and "leads out of the vault" in outcome.message
+    assert outcome.status == "refused" and "leads out of the project" in outcome.message
     done = script("learn.py", project, "add", "--lesson", "Do X", "--cause", "c", "--detect", "d")
     assert done.returncode == 2 and "leads out" in done.stderr and done.stdout == ""
     assert untouched(outside)
@@ -105,7 +105,7 @@ def test_handoffs_folder_as_a_symlink_out_is_refused(project, outside, hook):
         done = script(hook, project, "new", "--topic", "t", "--session", "s1", "--project", str(project))
     else:
         done = script(hook, project, stdin=json.dumps({"session_id": "s1", "cwd": str(project), "trigger": "auto"}))
-    assert done.returncode == 0 and "leads out of the vault" in done.stderr  # hooks never fail the session
+    assert done.returncode == 0 and "leads out of the project" in done.stderr  # hooks never fail the session
     assert untouched(outside)
 
 
@@ -230,8 +230,8 @@ def test_a_parent_swapped_for_a_symlink_after_the_check_is_caught(project, outsi
     (project / "docs" / "notes").mkdir()
     checked = fileio.real_parts
 
-    def check_then_swap(root, path):
-        parts = checked(root, path)
+    def check_then_swap(root, path, *named):
+        parts = checked(root, path, *named)
         (project / "docs" / "notes").rmdir()  # between the check and the write, a link out appears
         (project / "docs" / "notes").symlink_to(outside, target_is_directory=True)
         return parts

@@ -202,3 +202,32 @@ def test_a_record_follows_the_title_form_of_the_series_it_continues(tmp_path):
     ours = tmp_path / "ours"
     write(ours, "0001-first.md", GOOD.format(n="0001"))
     assert adr.create(ours, "Second", **SECTIONS).read_text().startswith("# 0002: Second\n")  # ours stays ours
+
+
+# adr-tools (Nygard): the date above `## Status`; MADR 2: a list with the date below the status.
+NYGARD = "# {n}. Record {n}\n\n{date}\n\n## Status\n\nAccepted\n\n## Context\n\nc\n\n## Decision\n\nd\n"
+MADR = "# {n}. Record {n}\n\n* Status: accepted\n* Deciders: Ann\n{date}\n\n## Context and Problem Statement\n\nc\n"
+
+
+@pytest.mark.parametrize("template", [NYGARD, MADR], ids=["nygard", "madr"])
+@pytest.mark.parametrize("lead", ["Date: ", "* Date: ", "- **Date:** "])
+def test_a_record_dates_itself_as_the_series_it_continues_does(tmp_path, template, lead):
+    """Walkthrough A: a new record in an adr-tools series (`Date: 2026-02-03` in each) had no date line."""
+    import datetime as dt
+
+    folder = tmp_path / "project" / "docs" / "decisions"
+    for number in (1, 2, 3):
+        write(folder, f"{number:04d}-record-{number}.md", template.format(n=number, date=f"{lead}2026-02-0{number}"))
+    lines = adr.create(folder, "Queue the imports", **SECTIONS).read_text().split("\n")
+    dated = [line for line in lines if line.startswith(lead)]
+    assert dated == [f"{lead}{dt.date.today():%Y-%m-%d}"], lines[:8]
+    status = next(at for at, line in enumerate(lines) if line.startswith("Status:"))
+    assert (lines.index(dated[0]) < status) == (template is NYGARD)  # where the series puts it
+    assert lines[0] == "# 4. Queue the imports" and adr.entity_name(folder / "0004-queue-the-imports.md")
+
+
+def test_a_record_in_our_own_template_has_no_date_line(tmp_path):
+    folder = tmp_path / "ours"
+    write(folder, "0001-first.md", GOOD.format(n="0001"))
+    text = adr.create(folder, "Second", **SECTIONS).read_text()
+    assert "date" not in text.lower() and text.startswith("# 0002: Second\n\nStatus: accepted\n\n## Context")

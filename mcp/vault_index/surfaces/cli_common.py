@@ -7,6 +7,7 @@ Below cli.py and its command modules (cli_vault, cli_edit, cli_graph), which all
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def _finish(args, out: dict) -> int:
         print(_json(out))
     else:
         stream = sys.stdout if out["status"] in ("ok", "written", "unchanged") else sys.stderr
-        print(f"{out['status']}: {out['message']}", file=stream)
+        print(outcome_line(out["status"], out["message"]), file=stream)
         if out["status"] in ("written", "unchanged") and out.get("version"):
             print(f"version {out['version']}", file=stream)  # what --base-version of the next step takes
         for item in (out.get("data") or {}).get("problems") or []:
@@ -155,6 +156,12 @@ def _finish(args, out: dict) -> int:
         for notice in (out.get("data") or {}).get("notices") or []:
             print(f"  note: {notice}", file=sys.stderr)
     return OUTCOME_EXIT.get(out["status"], 1)
+
+
+def outcome_line(status: str, message: str) -> str:
+    """The line a person reads: `status: message`, or the message alone when it already says the
+    status ("drafts/x.md written", not "written: drafts/x.md written")."""
+    return message if status in re.findall(r"[\w-]+", message.casefold()) else f"{status}: {message}"
 
 
 def _note(args, message: str) -> None:

@@ -239,8 +239,9 @@ def part_problem(part: str, *, allow_hidden: bool = False) -> str | None:
     return None
 
 
-def real_parts(root: Path, path: str | Path) -> tuple[str, ...]:
+def real_parts(root: Path, path: str | Path, served: str = "the folder") -> tuple[str, ...]:
     """`path` (relative to `root`, or absolute) as the parts of its real path below `root`.
+    `served` names `root` in the refusal ("the vault", "the project"): the caller knows which it is.
 
     Symlinks that stay inside the vault are resolved (the write goes to the real file); one that
     leads out, or `..` that climbs out, is refused. The result is then re-walked with O_NOFOLLOW,
@@ -251,7 +252,7 @@ def real_parts(root: Path, path: str | Path) -> tuple[str, ...]:
         raise UnsafePathError(f"{path!r} holds a NUL byte; give a plain path")
     real = Path(os.path.realpath(raw if raw.is_absolute() else root / raw))
     if real == root or not real.is_relative_to(root):
-        raise UnsafePathError(f"{path} leads out of the vault {root} (through '..', an absolute path or a "
+        raise UnsafePathError(f"{path} leads out of {served} {root} (through '..', an absolute path or a "
                               "symlink); give a path to a note inside it")
     return real.relative_to(root).parts
 
@@ -299,8 +300,8 @@ def read_current(dir_fd: int, name: str, shown: str = "") -> tuple[bytes | None,
             kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO, socket or device"
             raise UnsafePathError(f"{shown} is {kind}, not a note file")
         if info.st_nlink > 1:
-            raise UnsafePathError(f"{shown} has {info.st_nlink} hard links; a write could change a file outside "
-                                  "the vault, so it is refused (copy the file to break the link)")
+            raise UnsafePathError(f"{shown} has {info.st_nlink} hard links; a write would change its other names too, "
+                                  "which may lie anywhere, so it is refused (copy the file to break the link)")
         if info.st_size > MAX_WRITE_BYTES:
             raise UnsafePathError(f"{shown} is {info.st_size:,} bytes, over the {MAX_WRITE_BYTES:,} byte limit")
         data = _read_bounded(fd, MAX_WRITE_BYTES)

@@ -23,6 +23,15 @@ _ATTRIBUTE = r"""(?:[#.][^\s{}"']+|-|[A-Za-z_][\w.:-]*=(?:"[^"]*"|'[^']*'|[^\s{}
 _HEADING_ATTRIBUTES = re.compile(rf"\s*\{{:?\s*{_ATTRIBUTE}(?:\s+{_ATTRIBUTE})*\s*\}}\s*$")
 # A raw HTML anchor (`<a id="legacy"></a>`, `<a name=x/>`): a link target the page never shows.
 HTML_ANCHOR = re.compile(r"""<a\s+(?:name|id)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*?)\s*/?>(?:\s*</a>)?""", re.IGNORECASE)
+# An HTML comment (`<!-- Old headings. Do not remove or links may break. -->`, one line or many): a
+# note to the writer the page never shows; unclosed, it runs to the end, as CommonMark's HTML block
+# does. A fence or code span is matched first and kept whole: a comment there is shown as code.
+_COMMENT = r"<!--(?:(?!-->).)*(?:-->|\Z)"  # tempered: never runs past its own `-->`
+_COMMENT_OR_CODE = re.compile(
+    r"(?P<code>^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}(?P=fence)[ \t]*$|\Z)"
+    r"|(?P<span>`+)(?!`)(?:[^\n]|\n(?![ \t]*\n))+?(?P=span)(?!`))"
+    rf"|^[ \t]*{_COMMENT}[ \t]*(?:\n|\Z)|[ \t]*{_COMMENT}",  # its own lines go whole; in a line, one space
+    re.MULTILINE | re.DOTALL)
 _WIKILINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
 # Frontmatter is metadata: a few KB at most. A cap and no aliases keep a hostile note from
 # expanding into gigabytes ("billion laughs": 284 bytes of nested aliases made a 56 MB index).
@@ -300,9 +309,19 @@ def _structure(body: str) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
 
 
 def heading_text(raw: str) -> str:
-    """A heading as words: no trailing attribute block, no HTML anchor (kept when that is all it has)."""
+    """A heading as words: no trailing attribute block, no HTML anchor (kept when that is all it
+    has), no HTML comment (never kept: a heading that is only a comment has no words)."""
+    raw = without_html_comments(raw)
     text = HTML_ANCHOR.sub("", raw).strip() if "<a" in raw or "<A" in raw else raw.strip()
     return _HEADING_ATTRIBUTES.sub("", text) or text or raw.strip()
+
+
+def without_html_comments(text: str) -> str:
+    """`text` without its HTML comments (code keeps them): for snippets and headings; the chunk
+    text the index stores keeps them, so this changes no ranking."""
+    if "<!--" not in text:
+        return text
+    return _COMMENT_OR_CODE.sub(lambda found: found["code"] or "", text)
 
 
 def alias_title(note: Note) -> str:
@@ -355,7 +374,7 @@ def _parse(path: str, text: str, frontmatter: dict, error: str | None, body_star
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, name))
-        current_heading = HEADING_PATH_SEPARATOR.join(n for _, n in stack)
+        current_heading = HEADING_PATH_SEPARATOR.join(n for _, n in stack if n)  # a heading of no words adds none
         index = body_start + after  # a setext heading spans two lines
         buffer_first_line = index + 1
         buffer = []

@@ -48,6 +48,9 @@ TITLE = re.compile(r"^# (?P<number>\d{1,4})(?P<separator>: |\. )(?P<title>\S.*?)
 SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
+# A record's field line in the forms series write it: `Date: 2026-02-03`, `* Date: ...`, `- **Date:** ...`
+FIELD_LINE = re.compile(r"^(?P<lead>[ ]{0,3}(?:[*+-][ \t]+)?(?P<strong>\*\*|__)?(?P<name>date|status)"
+                        r"(?::(?P=strong)|(?P=strong):|:)[ \t]*)\S", re.IGNORECASE)
 NOT_RECORDS = {"readme.md", "template.md"}
 
 
@@ -80,19 +83,41 @@ def next_number(folder: str | Path) -> int:
     return max((int(n) for n in _numbered(Path(folder))), default=0) + 1
 
 
-def title_form(folder: str | Path) -> tuple[str, bool]:
-    """(separator, zero-padded) of the newest record's first line: `# 4. Title` gives (". ", False);
-    ours, `# 0004: Title`, for a new series or a first line of another form."""
+def _newest(folder: str | Path) -> tuple[Path | None, list[str]]:
+    """The series' newest record (highest number) and its lines; (None, []) for none or unreadable."""
     newest = max(((int(m["number"]), p) for p in Path(folder).glob("*.md") if (m := NUMBERED.match(p.name))),
                  default=None) if Path(folder).is_dir() else None
     try:
-        first = newest[1].read_text(encoding="utf-8").split("\n", 1)[0] if newest else ""
+        return (newest[1], newest[1].read_text(encoding="utf-8").split("\n")) if newest else (None, [])
     except (OSError, UnicodeDecodeError):
-        first = ""
-    match = TITLE.match(first)
+        return None, []
+
+
+def title_form(folder: str | Path) -> tuple[str, bool]:
+    """(separator, zero-padded) of the newest record's first line: `# 4. Title` gives (". ", False);
+    ours, `# 0004: Title`, for a new series or a first line of another form."""
+    path, lines = _newest(folder)
+    match = TITLE.match(lines[0]) if lines else None
     if match is None:
         return ": ", True
-    return match["separator"], len(match["number"]) == len(NUMBERED.match(newest[1].name)["number"])
+    return match["separator"], len(match["number"]) == len(NUMBERED.match(path.name)["number"])
+
+
+def date_form(folder: str | Path) -> tuple[str, bool] | None:
+    """(the lead of the newest record's date line, whether it comes after the status), or None when
+    it has none (ours has none). Read above its first section other than `## Status`, where
+    adr-tools (`Date:` above `## Status`) and MADR (`* Date:` below `* Status:`) put it."""
+    _, lines = _newest(folder)
+    status_at = date = None
+    for at, line in enumerate(lines[1:], 1):
+        if (section := SECTION.match(line)) and section["name"].lower() != "status":
+            break
+        field = FIELD_LINE.match(line)
+        if section or (field and field["name"].lower() == "status"):
+            status_at = at if status_at is None else status_at
+        elif field and date is None:
+            date = (field["lead"], status_at is not None)
+    return date
 
 
 def is_own_series(folder: str | Path) -> bool:
@@ -145,13 +170,15 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
             linked.update(link_adr(memory_file, path, relates_to or [], roots=roots))
         followups.append(("linked in the memory graph", link))
     outcome = None
-    width, form = number_width(folder), title_form(folder)
+    width, form, dated = number_width(folder), title_form(folder), date_form(folder)
+    if dated:  # the series dates its records: this one says today's date, in the series' form and place
+        dated = (f"{dated[0]}{writer.clock():%Y-%m-%d}", dated[1])
     for _ in range(MAX_NUMBER_TRIES):
         number = next_number(folder)
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
         path = folder / f"{number:0{width}d}-{slugify(title)}.md"
-        text = render(number, title, *bodies, status=status, width=width, form=form)
+        text = render(number, title, *bodies, status=status, width=width, form=form, dated=dated)
         outcome = writer.update_file(
             caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{width}d}: {title}",
             request_id=request_id,
@@ -163,11 +190,16 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
 
 
 def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted",
-           width: int = DEFAULT_WIDTH, form: tuple[str, bool] = (": ", True)) -> str:
-    """The record's text; `form` (title_form): the first line's separator and whether its number is padded."""
+           width: int = DEFAULT_WIDTH, form: tuple[str, bool] = (": ", True),
+           dated: tuple[str, bool] | None = None) -> str:
+    """The record's text; `form` (title_form): the first line's separator and whether its number is padded;
+    `dated`: (the date line, whether it follows the status line), as the series writes it; ours has none."""
     separator, padded = form
     shown = f"{number:0{width}d}" if padded else str(number)
-    return (f"# {shown}{separator}{title}\n\nStatus: {status}\n\n## Context\n\n{context}\n\n"
+    head = [f"# {shown}{separator}{title}", f"Status: {status}"]
+    if dated:
+        head.insert(2 if dated[1] else 1, dated[0])
+    return ("\n\n".join(head) + f"\n\n## Context\n\n{context}\n\n"
             f"## Options measured\n\n{options}\n\n## Decision\n\n{decision}\n")
 
 

@@ -11,6 +11,7 @@ opening text.
 from __future__ import annotations
 
 from vault_index.engine.parsing.parse import HTML_ANCHOR as _ANCHOR  # stripped from every snippet
+from vault_index.engine.parsing.parse import without_html_comments
 from vault_index.services.search.query import word_starts
 
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
@@ -21,6 +22,7 @@ WORD_START_SLACK = 40  # a window moves forward this far at most to begin on a w
 
 def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
     """The chunk's text from its best matching line, cut to `budget` characters ('…' marks a cut)."""
+    text = without_html_comments(text)  # a note to the writer, never shown: a comment-only chunk shows ""
     text = _ANCHOR.sub("", text).strip() if "<a" in text or "<A" in text else text.strip()
     found = _matches(text, terms)
     if not found:

@@ -71,6 +71,11 @@ class Vault:
         config = load_config_text(raw, f"{STATE_DIR}/{CONFIG_NAME}")
         return cls(real, config, real / STATE_DIR / CONFIG_NAME, env_commit)
 
+    @property
+    def served_as(self) -> str:
+        """How messages name the root: a config file makes a curated vault, else it is a project."""
+        return "the vault" if self.config_path is not None else "the project"
+
     # --- roles ---------------------------------------------------------------------------------
 
     @property

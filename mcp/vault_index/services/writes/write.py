@@ -153,7 +153,7 @@ class WriteService:
             if why := agent_memory.refusal(written if written.is_absolute() else self.vault.root / written, shown):
                 return None, WriteOutcome("refused", shown, why)
         try:
-            parts = fileio.real_parts(self.vault.root, path)
+            parts = fileio.real_parts(self.vault.root, path, self.vault.served_as)
         except UnsafePathError as exc:
             return None, WriteOutcome("refused", shown, str(exc))
         rel = "/".join(parts)
