@@ -16,6 +16,7 @@ from pathlib import Path
 from vault_index.errors import VaultIndexError
 from vault_index.services import boundary
 from vault_index.services.search.search import MODES, Filters
+from vault_index.surfaces.cli_common import outcome_line
 
 TEMPLATES = Path(__file__).parent / "web_templates"
 HITS = 10  # hits a search page shows
@@ -126,8 +127,9 @@ class Pages:
         drafts = [{"path": n.path, "title": n.title, "version": _version(root, n.path),
                    "can_promote": who.may("promote", str(root / n.path))}
                   for n in notes if n.frontmatter.get("status") == "draft"]
-        return "review.html", {"title": "Review", "writes": writes, "drafts": drafts,
-                               "done": params.get("done", ""), "status": params.get("status", "")}, 200
+        done, status = params.get("done", ""), params.get("status", "")
+        return "review.html", {"title": "Review", "writes": writes, "drafts": drafts, "status": status,
+                               "done": outcome_line(status, done) if done else ""}, 200  # the CLI's line
 
     # --- actions (POST): (page, query) of the page to go back to -------------------------------
 
