@@ -162,3 +162,25 @@ def test_off_a_terminal_an_embedding_says_it_started_before_its_first_batch(vaul
     started = [i for i, line in enumerate(lines) if line == f"embed: 0/{embeds[0][2]} chunks, started"]
     assert started and lines[-1].startswith(f"embed: {embeds[0][2]}/{embeds[0][2]} chunks (100%)")
     assert started[0] < len(lines) - 1
+
+
+def test_the_scan_before_status_or_search_says_nothing_when_quick_and_shows_when_it_lasts():
+    """Walkthrough A: `status`, `sources` and `search` printed "scan: 51/51 files (100%) ..." on every
+    call, a project with nothing to index too. Their scan (quiet_scan) is said only when it lasts
+    QUIET_SCAN_SECONDS; what it indexed is the command's own line. `index` shows every scan."""
+    import io
+    import time as clock
+
+    from vault_index.surfaces.cli_common import QUIET_SCAN_SECONDS, Progress
+
+    def run(quiet: bool, took: float) -> str:
+        stream = io.StringIO()
+        stream.isatty = lambda: False
+        progress = Progress(True, stream, quiet_scan=quiet)
+        progress._made = clock.monotonic() - took  # the scan began `took` seconds ago
+        progress("scan", 51, 51)
+        return stream.getvalue()
+
+    assert run(quiet=True, took=0.1) == ""
+    assert run(quiet=True, took=QUIET_SCAN_SECONDS + 1).startswith("scan: 51/51 files (100%)")
+    assert run(quiet=False, took=0.1).startswith("scan: 51/51 files (100%)")

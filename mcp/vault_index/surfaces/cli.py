@@ -86,7 +86,7 @@ def _adopt(app, args, embed: bool = True) -> None:
     are brought up to date first (ADR 0020), with progress on stderr while it embeds (issue 39:
     a first search sat silent for two minutes). `embed=False` (status, sources): keywords only,
     no hidden work; what waits for vectors is reported instead."""
-    report = app.adopt_workspace(Progress(not args.silent), embed=embed)
+    report = app.adopt_workspace(Progress(not args.silent, quiet_scan=True), embed=embed)
     if report is not None and (report.indexed or report.chunks_embedded):  # the embedding catches up anywhere
         embedded = f"; embedded {counted(report.chunks_embedded, 'chunk')} waiting for vectors"
         _say(args, f"indexed {counted(report.indexed, 'note')} of {app.workspace.describe()}"

@@ -34,6 +34,7 @@ def _json(data) -> str:
 PLAIN_PROGRESS_SECONDS = 10.0  # off a terminal (CI logs, setup's output): one progress line this often
 PLAIN_FORMAT = "{desc}: {n_fmt}/{total_fmt}{unit} ({percentage:.0f}%), {elapsed} elapsed, about {remaining} left"
 PHASE_UNITS = {"scan": " files", "embed": " chunks"}
+QUIET_SCAN_SECONDS = 2.0  # Progress(quiet_scan=True): a scan done sooner says nothing
 
 
 class Progress:
@@ -44,9 +45,11 @@ class Progress:
     waits for another index run's embedding.
     """
 
-    def __init__(self, enabled: bool, stream=None):
+    def __init__(self, enabled: bool, stream=None, quiet_scan: bool = False):
         self.stream = stream or sys.stderr
         self.enabled = enabled
+        # the scan before status, sources or search: said only when it lasts (each ran one per call)
+        self.quiet_scan = quiet_scan
         self.tty = self.stream.isatty()
         self._bar = None
         self._phase: str | None = None
@@ -76,9 +79,11 @@ class Progress:
             # previous report (or when this display was made), so the rate and the ETA count from there.
             started = self._last_call or self._made
             self._phase, self._started, self._last_line = phase, started, now
+            quiet = self.quiet_scan and phase == "scan"
             if self.tty:
                 self._bar = tqdm(total=total, desc=phase, unit=PHASE_UNITS.get(phase, ""), file=self.stream,
-                                 leave=True, dynamic_ncols=True, mininterval=0, delay=0)
+                                 leave=not quiet, dynamic_ncols=True, mininterval=0,
+                                 delay=QUIET_SCAN_SECONDS if quiet else 0)
                 self._bar.start_t = self._bar.last_print_t = time.time() - (now - started)
         self._last_call = now
         if self._bar is not None:
@@ -86,6 +91,8 @@ class Progress:
         elif done == 0:  # a phase's start, before its first batch: a log shows the work began
             self.stream.write(f"{phase}: 0/{total}{PHASE_UNITS.get(phase, '')}, started\n")
             self.stream.flush()
+        elif done >= total and self.quiet_scan and phase == "scan" and now - self._started < QUIET_SCAN_SECONDS:
+            pass  # a quick scan: the command's own line says what it indexed, if anything
         elif done >= total or now - self._last_line >= PLAIN_PROGRESS_SECONDS:
             self._last_line = now
             line = tqdm.format_meter(done, total, now - self._started, prefix=phase,
