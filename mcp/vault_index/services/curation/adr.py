@@ -120,6 +120,20 @@ def date_form(folder: str | Path) -> tuple[str, bool] | None:
     return date
 
 
+def status_form(folder: str | Path) -> str:
+    """How the newest record says its status: "## Status" (adr-tools: a section holding "Accepted"),
+    a field's lead as it writes it (`* Status: `, MADR), or ours, `Status: `."""
+    _, lines = _newest(folder)
+    for line in lines[1:]:
+        if section := SECTION.match(line):
+            if section["name"].lower() == "status":
+                return "## Status"
+            break
+        if (field := FIELD_LINE.match(line)) and field["name"].lower() == "status":
+            return field["lead"]
+    return "Status: "
+
+
 def is_own_series(folder: str | Path) -> bool:
     """Whether every record of the folder opens in this tool's own form, `# NNNN: Title`: a series it
     started. A team's adr-tools or MADR series (`# 4. Title`, frontmatter) is theirs, in their form."""
@@ -170,7 +184,7 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
             linked.update(link_adr(memory_file, path, relates_to or [], roots=roots))
         followups.append(("linked in the memory graph", link))
     outcome = None
-    width, form, dated = number_width(folder), title_form(folder), date_form(folder)
+    width, form, dated, said = number_width(folder), title_form(folder), date_form(folder), status_form(folder)
     if dated:  # the series dates its records: this one says today's date, in the series' form and place
         dated = (f"{dated[0]}{writer.clock():%Y-%m-%d}", dated[1])
     for _ in range(MAX_NUMBER_TRIES):
@@ -178,7 +192,7 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
         path = folder / f"{number:0{width}d}-{slugify(title)}.md"
-        text = render(number, title, *bodies, status=status, width=width, form=form, dated=dated)
+        text = render(number, title, *bodies, status=status, width=width, form=form, dated=dated, said=said)
         outcome = writer.update_file(
             caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{width}d}: {title}",
             request_id=request_id,
@@ -191,12 +205,14 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
 
 def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted",
            width: int = DEFAULT_WIDTH, form: tuple[str, bool] = (": ", True),
-           dated: tuple[str, bool] | None = None) -> str:
+           dated: tuple[str, bool] | None = None, said: str = "Status: ") -> str:
     """The record's text; `form` (title_form): the first line's separator and whether its number is padded;
-    `dated`: (the date line, whether it follows the status line), as the series writes it; ours has none."""
+    `dated`: (the date line, whether it follows the status line), as the series writes it; ours has none;
+    `said` (status_form): how the series says a status."""
     separator, padded = form
     shown = f"{number:0{width}d}" if padded else str(number)
-    head = [f"# {shown}{separator}{title}", f"Status: {status}"]
+    stated = f"## Status\n\n{status.capitalize()}" if said == "## Status" else f"{said}{status}"
+    head = [f"# {shown}{separator}{title}", stated]
     if dated:
         head.insert(2 if dated[1] else 1, dated[0])
     return ("\n\n".join(head) + f"\n\n## Context\n\n{context}\n\n"
