@@ -38,7 +38,8 @@ def pending_vectors(app: App) -> dict[str, int]:
 # had keywords only, so a right note still waiting ranked under an embedded wrong one and the answer
 # said "nothing relevant" (0.07 with 98% waiting; 0.78 five seconds later). Outcome: when more than
 # this share of the chunks a search reaches wait for vectors, it runs keyword-only and says so.
-KEYWORD_ONLY_SHARE = 0.1
+# Measured (eval/sweep_pending.py, ADR 0038): hybrid with holes beats keyword-only up to about half.
+KEYWORD_ONLY_SHARE = 0.5
 
 
 def keyword_only_notice(app: App, prefix: str | None) -> str | None:
