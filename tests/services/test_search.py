@@ -430,6 +430,27 @@ def test_a_search_reaching_mostly_unembedded_chunks_runs_keyword_only_and_says_s
     assert again.mode == "hybrid" and not [n for n in again.notices if n.startswith("keyword-only")]
 
 
+def test_nothing_relevant_while_some_chunks_wait_says_they_rank_lower_until_embedded(tmp_path, open_app):
+    """ADR 0038: below the keyword-only share, hybrid still runs; a chunk waiting ranks on keywords
+    alone, so a "nothing relevant" then says how many wait and to ask again once they are embedded."""
+    from vault_index.engine import indexer
+
+    for i in range(20):
+        write(tmp_path / "done", f"a{i}.md", f"# Wombats {i}\n\nwombat burrows at dusk, part {i}\n")
+    write(tmp_path / "waiting", "b.md", "# Lattice\n\nquantum lattice notes\n\n## More\n\nlattice gauge\n")
+    app = open_app(FakeEmbedder("model-a"))
+    app.index([str(tmp_path / "done")])
+    indexer.sync(app.store, app.models, [str(tmp_path / "waiting")], embed=False)
+    result = app.search("chromodynamics of quarks", mode="hybrid")
+    assert result.mode == "hybrid" and not result.relevant
+    (said,) = [n for n in result.notices if n.startswith("nothing relevant")]
+    assert said.endswith("; 2 of the chunks searched wait for vectors and rank lower until embedded: ask again then")
+    app.index([str(tmp_path / "waiting")])
+    (said,) = [n for n in app.search("chromodynamics of quarks", mode="hybrid").notices
+               if n.startswith("nothing relevant")]
+    assert said.endswith("the hits are the nearest notes, not answers")
+
+
 def test_a_first_answer_without_any_vector_names_what_is_pending_and_only_what_it_sees(tmp_path, open_app):
     """Issue 39 item 1 (the walkthrough): the very first answer in a project, before any chunk has a
     vector, is keyword-only and names the source still waiting; another workspace's source is not named."""

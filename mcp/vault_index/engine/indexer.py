@@ -160,7 +160,7 @@ def sync(
     report = SyncReport()
     paths = list(paths or [])
     targets = register(store, paths, name, checkout, scope_of) if paths else local_checkouts(store, report, seen)
-    sizing = _Sizing(models if embed else None)
+    sizing = _Sizing(models, load=embed)  # keyword-only too: approximate sizing overran MiniLM's 256
 
     for checkout_id, source_id, root in targets:
         if not root.exists():
@@ -213,16 +213,16 @@ def sync(
 class _Sizing:
     """How chunks are measured: the embedder's tokenizer and window, asked for at the first note
     that needs chunking (the shipped model's session starts loading then, on a thread). A sync
-    that finds every note unchanged never loads the model (issue 26); with no embedder (keyword
-    only, or it cannot load) chunks are sized by approximate tokens."""
+    that finds every note unchanged never loads the model (issue 26). A keyword-only pass uses the
+    shipped tokenizer alone; with none (another model not loaded, or none) approximate tokens."""
 
-    def __init__(self, models: Models | None):
-        self.models = models
+    def __init__(self, models: Models | None, load: bool = True):
+        self.models, self.load = models, load  # load False: a keyword-only pass loads no model
         self._got: tuple[Callable[[str], int], int] | None = None
 
     def __call__(self) -> tuple[Callable[[str], int], int]:
         if self._got is None:
-            counter = self.models.token_counter() if self.models is not None else None
+            counter = self.models.token_counter(self.load) if self.models is not None else None
             self._got = counter or (approximate_tokens, 512)
         return self._got
 

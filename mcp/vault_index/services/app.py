@@ -39,13 +39,15 @@ MAX_NOTE_CHARS = 100_000
 NOTHING_RELEVANT = "nothing relevant"  # how a notice says the hits are not answers; surfaces match on it
 
 
-def nothing_relevant(sure: float, kind: str | None = "hybrid") -> str:
+def nothing_relevant(sure: float, kind: str | None = "hybrid", waiting: int = 0) -> str:
     """The notice of an answer under the threshold of the confidence model `kind` that judged it
-    (services/search/confidence.py)."""
+    (services/search/confidence.py); `waiting`: chunks searched with no vector yet, ranked lower."""
     limit = confidence.threshold(kind)
     places = 2 if f"{sure:.2f}" != f"{limit:.2f}" else 3  # never "0.39, under 0.39"
+    pending = (f"; {waiting} of the chunks searched wait for vectors and rank lower until embedded: ask again "
+               "then" if waiting else "")
     return (f"{NOTHING_RELEVANT}: the first hit's confidence is {sure:.{places}f}, under {limit:.2f}; "
-            "the hits are the nearest notes, not answers")
+            f"the hits are the nearest notes, not answers{pending}")
 
 
 EMPTY_INDEX_NOTICE = ("the index is empty: add a folder of notes with `vault-index index FOLDER` "
@@ -350,15 +352,16 @@ class App:
         filters = self.search_filters(filters, source)
         if filters is None:  # the path prefix lies outside the named source: nothing can match
             return SearchResult(query, mode, False, False, ())
-        waiting = index_state.keyword_only_notice(self, filters and filters.path_prefix) \
-            if mode in (DEFAULT_MODE, RERANK_MODE) else None
-        result = self.searcher.search(query, "keyword" if waiting else mode, limit, filters, explain, per_note,
+        waiting, total = index_state.waiting_in(self, filters and filters.path_prefix) \
+            if mode in (DEFAULT_MODE, RERANK_MODE) else (0, 0)
+        fallback = index_state.keyword_only_notice(waiting, total)  # most wait: keyword-only (ADR 0038)
+        result = self.searcher.search(query, "keyword" if fallback else mode, limit, filters, explain, per_note,
                                       subqueries)
-        notices = self.index_notices() + ([waiting] if waiting else [])
+        notices = self.index_notices() + ([fallback] if fallback else [])
         if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
             notices += self.pending_notices()
         if result.hits and result.confidence is not None and not result.relevant:
-            notices.append(nothing_relevant(result.confidence, result.judged_by))
+            notices.append(nothing_relevant(result.confidence, result.judged_by, waiting if result.vector_used else 0))
         if not result.hits and not self.store.chunk_count():
             notices.append(EMPTY_INDEX_NOTICE)
         return replace(result, notices=(*notices, *result.notices)) if notices else result

@@ -42,18 +42,22 @@ def pending_vectors(app: App) -> dict[str, int]:
 KEYWORD_ONLY_SHARE = 0.5
 
 
-def keyword_only_notice(app: App, prefix: str | None) -> str | None:
-    """The notice of a hybrid search run keyword-only because too many of the chunks it reaches
-    (its sources, narrowed to those `prefix` touches) wait for vectors; None when few enough do."""
+def waiting_in(app: App, prefix: str | None) -> tuple[int, int]:
+    """(chunks waiting for a vector, chunks) of the sources a search reaches (those `prefix` touches)."""
     pending = pending_vectors(app)
     if not pending:
-        return None
+        return 0, 0
     if app._pending[2] is None:  # chunks per source, read once per generation while any wait
         stats = app.store.source_stats(app._pending[0][1])
         app._pending = (*app._pending[:2], {row["path"]: row["chunks"] for row in stats})
     seen = app._seen()
     reached = [root for root in app._pending[2] if seen(root) and (not prefix or _touches(root, prefix))]
-    waiting, total = sum(pending.get(root, 0) for root in reached), sum(app._pending[2][root] for root in reached)
+    return sum(pending.get(root, 0) for root in reached), sum(app._pending[2][root] for root in reached)
+
+
+def keyword_only_notice(waiting: int, total: int) -> str | None:
+    """The notice of a hybrid search run keyword-only because more than KEYWORD_ONLY_SHARE of the
+    `total` chunks it reaches wait for vectors; None when few enough do."""
     if not total or waiting <= KEYWORD_ONLY_SHARE * total:
         return None
     if waiting == total:

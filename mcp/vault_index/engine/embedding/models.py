@@ -409,14 +409,19 @@ class Models:
                     self.embed_error = str(exc)
             return self._embedder
 
-    def token_counter(self) -> tuple[Callable[[str], int], int] | None:
+    def token_counter(self, load: bool = True) -> tuple[Callable[[str], int], int] | None:
         """How the embedder counts tokens, and its window, for sizing chunks (None: no model).
 
         The shipped model's tokenizer loads alone in milliseconds while its session loads on a
         thread, so a re-index that finds a changed note goes on walking meanwhile (issue 26);
-        any other model loads whole first.
+        any other model loads whole first. `load=False` (a keyword-only pass): the shipped
+        tokenizer alone, nothing else loaded; None for any other model not loaded yet.
         """
         with self._lock:
+            if not load and self._embedder is None:  # the package's own copy: no weights are prepared
+                if self.embed_setting.strip() not in (SHIPPED_MINILM, SHIPPED_MINILM_INT8, "auto"):
+                    return None
+                return TokenCounter(SHIPPED_TOKENIZER).count_tokens, SHIPPED_MINILM_MAX_TOKENS  # as prepared
             if not self._embed_tried:
                 try:
                     spec = parse_model_setting(self.embed_setting, self.cache)
