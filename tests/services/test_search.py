@@ -485,3 +485,21 @@ def test_status_with_vectors_turned_off_says_the_vectors_it_holds_are_not_used(t
         1, True, False, 0)
     on = open_app(FakeEmbedder("model-a"), db_name="shared.db").status()
     assert (on["embed_off"], on["vectors_live"]) == (False, True)
+
+
+def test_status_with_a_model_that_cannot_load_says_why_its_vectors_are_unused(tmp_path, open_app):
+    """Walkthrough B: with VAULT_EMBED_MODEL naming a folder that is gone, status showed the old
+    vectors as if they served, while search said vector search was off; and with vectors off,
+    the rerank line still said "searches are hybrid"."""
+    from vault_index.engine.embedding.models import Models
+
+    write(tmp_path / "v", "a.md", "# A\n\nwombat burrows\n")
+    open_app(FakeEmbedder("model-a"), db_name="shared.db").index([str(tmp_path / "v")])
+    gone = open_app(None, db_name="shared.db")
+    gone.models = Models(f"some/model@{tmp_path / 'no-such-folder'}", "none", tmp_path)
+    status = gone.status()
+    assert status["embed_off"] and not status["vectors_live"] and status["vectors_pending"] == 0
+    assert "does not exist" in status["embed_off_reason"]
+    off = open_app(None, db_name="shared.db")
+    off.models = Models("none", "Xenova/ms-marco-MiniLM-L-6-v2", tmp_path)  # rerank as set by default
+    assert "searches are keyword-only" in off.status()["rerank_state"]

@@ -212,3 +212,27 @@ def test_the_cli_answers_json_paths_in_the_one_form_every_tool_takes(project):
     found = json.loads(_cli(project, "recall", "okapi", "--json").stdout)
     paths = [item["path"] for item in found["notes"] + found["lessons"]]
     assert paths and all(os.path.isabs(path) for path in paths), paths
+
+
+def test_provenance_takes_every_form_and_a_missing_note_is_not_found(project):
+    """Walkthrough B (item 4): `provenance decisions/x.md` (relative to the source docs/) printed
+    nothing with exit 0, as did a note that does not exist."""
+    import subprocess as sp
+
+    import shutil
+
+    p = project["p"]
+    shutil.rmtree(p / ".git")  # the fixture's marker folder: a real repository here
+    sp.run(["git", "init", "-q", str(p)], check=True, capture_output=True)
+    sp.run(["git", "-C", str(p), "add", "docs/guide.md"], check=True, capture_output=True)
+    sp.run(["git", "-C", str(p), "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm",
+            "guide"], check=True, capture_output=True)
+    for form in ("guide.md", "docs/guide.md", str(p / "docs" / "guide.md")):
+        shown = _cli(project, "provenance", form, "--json")
+        assert shown.returncode == 0, shown
+        answer = json.loads(shown.stdout)
+        assert answer["path"] == str(p / "docs" / "guide.md") and len(answer["data"]["history"]) == 1, form
+    missing = _cli(project, "provenance", "docs/no-such-note.md")
+    assert missing.returncode == 3 and "no note docs/no-such-note.md" in missing.stderr, missing
+    new = _cli(project, "provenance", "docs/dup.md")  # there, never committed
+    assert new.returncode == 0 and "no commit holds" in new.stderr, new

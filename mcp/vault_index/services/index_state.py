@@ -124,7 +124,11 @@ def status(app: App, probe_models: bool = False) -> dict:
     loaded = app.models.embed_fingerprint()
     model = loaded or app.store.get_meta("embed_model")
     # VAULT_EMBED_MODEL=none: the vectors the index holds are counted, and said unused (walkthrough A)
-    off = not loaded and app.models.embed_setting.strip().lower() in OFF_SETTINGS
+    # ... and a setting that cannot resolve (a missing model folder): said with its error
+    off_reason = None if loaded else ("VAULT_EMBED_MODEL=none turns vector search off"
+                                      if app.models.embed_setting.strip().lower() in OFF_SETTINGS
+                                      else app.models.embed_error)
+    off = off_reason is not None
     found = sources(app, model)
     # Trigger: vectors were counted over the whole index and chunks over this workspace, so
     # status could show more vectors than chunks. Outcome: both from the same sources: the
@@ -142,9 +146,10 @@ def status(app: App, probe_models: bool = False) -> dict:
         "sources": found, "embed_model": model or None,
         "embed_setting": app.settings.embed_model, "vectors": vectors,
         "vectors_pending": counts["chunks"] - vectors if model and not off else 0,
-        "vectors_live": bool(vectors) and not off, "embed_off": off, "vector_backend": backend,
+        "vectors_live": bool(vectors) and not off, "embed_off": off,
+        "embed_off_reason": off_reason, "vector_backend": backend,
         "rerank": app.settings.rerank, "rerank_model": app.settings.rerank_model,
-        "rerank_state": _rerank_state(app, probe_models),
+        "rerank_state": _rerank_state(app, probe_models, off),
         "problems": [{"path": p, "message": m} for p, m in app._seen_problems(
             SyncReport(problems=list(app.store.problems()))).problems],
         "recovered_from": str(app.store.recovered_from) if app.store.recovered_from else None,
@@ -159,7 +164,7 @@ def _model_notices(app: App) -> list[str]:
     return [notice] if notice else []
 
 
-def _rerank_state(app: App, probe: bool) -> str:
+def _rerank_state(app: App, probe: bool, off: bool = False) -> str:
     """"off by default (how to turn it on)", "off (why)", "on", "on, not loadable here (why)", or
     "on (not checked)" without a probe.
 
@@ -172,7 +177,9 @@ def _rerank_state(app: App, probe: bool) -> str:
     if app.models.rerank_setting.strip().lower() in ("", "none", "off", "0"):
         return "off (VAULT_RERANK_MODEL=none)"
     if app.default_mode != RERANK_MODE:
-        return RERANK_OFF_BY_DEFAULT.format(model=app.models.rerank_setting)
+        said = RERANK_OFF_BY_DEFAULT.format(model=app.models.rerank_setting)
+        # with vectors off, searches are keyword-only and rerank (on hybrid) would not run either
+        return said.replace("searches are hybrid", "searches are keyword-only (no vectors)") if off else said
     if not probe:
         return "on (not checked)"
     if app.models.reranker() is not None:

@@ -180,7 +180,7 @@ def cmd_status(app, args) -> int:
           f"{counted(status['chunks'], 'chunk')}")
     pending = status["vectors_pending"]
     waiting = f", {counted(pending, 'chunk')} waiting for vectors" if pending else ""
-    unused = ", not used: VAULT_EMBED_MODEL=none turns vector search off" if status["embed_off"] else ""
+    unused = f", not used: {status['embed_off_reason']}" if status["embed_off"] else ""
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}{unused}, "
           f"backend {status['vector_backend']}")
     state = status["rerank_state"]

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from vault_index.errors import UsageError
+from vault_index.errors import NotFoundError, UsageError
 from vault_index.surfaces.cli_common import (
     OUTCOME_EXIT,
     _finish,
@@ -202,14 +202,19 @@ def cmd_provenance(app, args) -> int:
     from vault_index.surfaces.outcomes import is_outcome, jsonable, outcome_dict
 
     vault, caller = _open(app, args)
-    found = app.writer(vault).history(caller, args.path)
+    path = typed_path(app, args.path, vault.root)  # every form; a missing note is not found (exit 3), not silence
+    found = app.writer(vault).history(caller, path)
     if is_outcome(found):
         return _finish(args, outcome_dict(found))
-    out = {"status": "ok", "message": f"{len(found)} write{'' if len(found) == 1 else 's'}", "path": args.path,
-           "version": None, "data": {"history": jsonable(found)}}
+    out = {"status": "ok", "message": f"{len(found)} write{'' if len(found) == 1 else 's'}",
+           "path": absolute(vault.root, path), "version": None, "data": {"history": jsonable(found)}}
+    if not found and not Path(out["path"]).is_file():
+        raise NotFoundError(f"no note {args.path} in {vault.root} or a source this workspace sees")
     if args.json:
         print(_json(out))
         return 0
+    if not found:
+        _note(args, f"no commit holds {out['path']} yet (a new or uncommitted note)")
     for entry in found:
         print(f"{entry.get('date', '')[:19]}  {str(entry.get('commit', ''))[:12]}  {entry.get('operation') or '-'}"
               f"  {entry.get('author', '')}  agent {entry.get('agent') or '-'}, role {entry.get('role') or '-'}"
