@@ -217,9 +217,8 @@ def test_the_cli_answers_json_paths_in_the_one_form_every_tool_takes(project):
 def test_provenance_takes_every_form_and_a_missing_note_is_not_found(project):
     """Walkthrough B (item 4): `provenance decisions/x.md` (relative to the source docs/) printed
     nothing with exit 0, as did a note that does not exist."""
-    import subprocess as sp
-
     import shutil
+    import subprocess as sp
 
     p = project["p"]
     shutil.rmtree(p / ".git")  # the fixture's marker folder: a real repository here
