@@ -218,3 +218,20 @@ def test_tools_list_drops_derived_titles_but_keeps_a_property_named_title(tmp_pa
     assert '"title": "' not in json.dumps([t["inputSchema"] for t in tools.values()])
     search = tools["search_notes"]["inputSchema"]["properties"]
     assert {"keywords", "paraphrases", "hypothetical"} <= set(search) and search["keywords"]["maxItems"] == 3
+
+
+def test_an_argument_a_tool_does_not_take_is_an_error_and_nothing_runs(vault, tmp_path, open_app):
+    """Walkthrough B: the SDK dropped arguments a tool does not take, so adr_create given
+    `consequences` answered success and its record had no such section."""
+    app = open_app(None)
+    app.index([str(vault)])
+    editor = lambda v, ctx: Caller("Ed <ed@example.org>", "editor", "test-agent")  # noqa: E731
+    server = build_server(app, tmp_path / "memory.jsonl", editor, vault_root=vault)
+    odd, fine = _call_all(server, [
+        ("note_write", {"op": "create", "path": "drafts/odd.md", "body": "# Odd\n\nx\n", "consequences": "y"}),
+        ("note_write", {"op": "create", "path": "drafts/fine.md", "body": "# Fine\n\nx\n",
+                        "frontmatter": {"title": "Fine"}}),
+    ])
+    assert odd.is_error and "takes no consequences" in odd.content[0].text and "path" in odd.content[0].text
+    assert not (vault / "drafts" / "odd.md").exists()
+    assert not fine.is_error and (vault / "drafts" / "fine.md").exists()

@@ -22,6 +22,8 @@ needs only the server's instructions (issue 26).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -54,6 +56,22 @@ async def _advertise_list_changed(ctx, call_next):
         elif isinstance(result, dict) and isinstance(result.get("capabilities", {}).get("resources"), dict):
             result["capabilities"]["resources"]["listChanged"] = True
     return result
+
+
+async def _no_unknown_arguments(taken: dict[str, frozenset[str]], ctx, call_next):
+    """Trigger: the SDK drops arguments a tool does not take, so adr_create given `consequences`
+    answered success and wrote no such section (walkthrough B). Outcome: a call naming an argument
+    its tool does not take is a tool error naming it and what the tool takes; nothing runs."""
+    if ctx.method == "tools/call" and isinstance(ctx.params, dict):
+        names = taken.get(ctx.params.get("name"))
+        unknown = sorted(set(ctx.params.get("arguments") or {}) - names) if names is not None else []
+        if unknown:
+            text = (f"{ctx.params['name']} takes no {', '.join(unknown)}; it takes {', '.join(sorted(names))}. "
+                    "Nothing was done.")
+            from mcp.types import CallToolResult, TextContent
+
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    return await call_next(ctx)
 
 
 # JSON Schema keys whose values are data, not schemas: a "title" inside them is kept.
@@ -132,6 +150,8 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
                                              app.not_indexed_yet() if reads_all else ())
     server = _Server("vault-index", version=__version__, instructions=text)
     server.middleware.append(_advertise_list_changed)  # initialize is answered before register() runs
+    taken: dict[str, frozenset[str]] = {}  # each tool's argument names, filled by register()
+    server.middleware.append(functools.partial(_no_unknown_arguments, taken))
 
     def register() -> ToolContext:
         from vault_index.surfaces.prompts import register_prompts
@@ -143,6 +163,7 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
         bound = {}
         for fn, hints in TOOLS:
             bound[fn.__name__] = server.tool(annotations=hints, structured_output=True)(bind(fn, tc))
+            taken[fn.__name__] = frozenset(inspect.signature(fn).parameters) - {"tc", "ctx"}
         # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
         # resource is read by the get_note tool above, so it answers what get_note answers
         register_prompts(server)
