@@ -204,6 +204,33 @@ def test_a_record_follows_the_title_form_of_the_series_it_continues(tmp_path):
     assert adr.create(ours, "Second", **SECTIONS).read_text().startswith("# 0002: Second\n")  # ours stays ours
 
 
+# MADR as teams write it: no number in the title (the file name has it), a list of fields, its own headings
+UNNUMBERED = ("# Record {n}\n\n* Status: accepted\n* Deciders: Ann\n* Date: 2026-01-0{n}\n\n"
+              "## Context and Problem Statement\n\nc\n\n## Decision Drivers\n\n- fast\n\n"
+              "## Considered Options\n\n- a\n\n## Decision Outcome\n\nd\n")
+
+
+def test_a_record_in_a_madr_series_is_titled_listed_and_sectioned_as_the_series_is(tmp_path):
+    """Walkthrough B: in a MADR series titled `# Silence alerts`, a new record read `# 0003: Title`, had a
+    blank line inside its `* Status:`/`* Date:` list, and sections named Context / Options measured / Decision."""
+    import datetime as dt
+
+    folder = tmp_path / "project" / "docs" / "adr"
+    for number in (1, 2):
+        write(folder, f"{number:04d}-record-{number}.md", UNNUMBERED.format(n=number))
+    path = adr.create(folder, "Queue the imports", **SECTIONS)
+    lines = path.read_text().split("\n")
+    assert lines[:4] == ["# Queue the imports", "", "* Status: accepted", f"* Date: {dt.date.today():%Y-%m-%d}"]
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings == ["## Context and Problem Statement", "## Considered Options", "## Decision Outcome"]
+    assert lines[lines.index("## Decision Outcome") + 2] == SECTIONS["decision"]
+    assert adr.entity_name(path) == "ADR 0003: Queue the imports" and adr.check_adrs(folder) == []
+    assert not adr.is_own_series(folder)
+    memory = tmp_path / "memory.json"
+    linked = adr.record(folder, "Link it", **SECTIONS, memory_file=memory).result
+    assert linked["entity"] == "ADR 0004: Link it" and graph.load(memory).entity("ADR 0004: Link it")
+
+
 # adr-tools (Nygard): the date above `## Status`; MADR 2: a list with the date below the status.
 NYGARD = "# {n}. Record {n}\n\n{date}\n\n## Status\n\nAccepted\n\n## Context\n\nc\n\n## Decision\n\nd\n"
 MADR = "# {n}. Record {n}\n\n* Status: accepted\n* Deciders: Ann\n{date}\n\n## Context and Problem Statement\n\nc\n"
@@ -225,6 +252,11 @@ def test_a_record_dates_itself_as_the_series_it_continues_does(tmp_path, templat
     status = lines.index(said)
     assert (lines.index(dated[0]) < status) == (template is NYGARD)  # where the series puts it
     assert template is not NYGARD or lines[status + 2] == "Accepted"
+    # one list's field lines are consecutive (MADR); adr-tools' `Date:` is a paragraph above `## Status`
+    assert lines[status + 1] == dated[0] if template is MADR and lead != "Date: " else "" in lines[1:status]
+    context = "## Context" if template is NYGARD else "## Context and Problem Statement"  # the series' name
+    assert [line for line in lines if line.startswith("## ") and line != said] == [
+        context, "## Options measured", "## Decision"]  # ours where the series has no options or decision
     assert lines[0] == "# 4. Queue the imports" and adr.entity_name(folder / "0004-queue-the-imports.md")
 
 

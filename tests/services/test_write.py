@@ -268,6 +268,17 @@ def test_stage_times_are_recorded(service):
     assert {"authorize", "lock", "compose", "replace", "commit"} <= set(service.last_times.stages)
 
 
+def test_a_stage_that_did_not_run_has_no_time(tmp_path):
+    """Walkthrough B: a plain project's note_write said `commit: null` beside `timings.commit: 0.349`."""
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    plain = WriteService(Vault.open(project))
+    outcome = plain.update_file(Caller.local(plain.vault), "docs/log.md", lambda old: "line\n", why="log")
+    assert outcome.status == "written" and outcome.commit is None
+    stages = set(plain.last_times.stages)
+    assert {"authorize", "replace"} <= stages and not stages & {"commit", "followups", "reindex"}, stages
+
+
 def test_update_file_refuses_other_suffixes_and_reports_the_result(root, service):
     refused = service.update_file(ADMIN, "pricing/data.json", lambda old: "{}", why="x")
     assert refused.status == "refused" and ".md" in refused.message

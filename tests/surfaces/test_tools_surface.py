@@ -123,6 +123,7 @@ def test_curated_tools_round_trip_and_outcomes_are_values(vault, tmp_path, open_
     assert promoted.structured_content["status"] == "written", promoted.structured_content
     assert "status: canonical" in (vault / path).read_text()
     assert tension.structured_content["message"] == "recorded T-0001 in tensions.md"
+    assert tension.structured_content["path"] == str(vault / "tensions.md")  # absolute, as every tool answers
     assert "`drafts/wombat.md` vs `research/how-this-vault-works.md`" in (vault / "tensions.md").read_text()
     assert same.structured_content["status"] == "invalid"
     entries = history.structured_content["data"]["history"]

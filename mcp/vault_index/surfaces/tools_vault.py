@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from vault_index.services.curation import adr, curation, lessons
-from vault_index.surfaces.outcomes import is_outcome
+from vault_index.surfaces.outcomes import absolute, is_outcome
 from vault_index.surfaces.shapes import (
     AdrOut,
     LessonOut,
@@ -117,8 +117,10 @@ def tension_log(
     named = [tc.within(vault.root, path) for path in (a, b)]  # the one boundary: hidden reads as missing
     if hidden := next((n for n in named if is_outcome(n)), None):
         return outcome_out(hidden)
-    return outcome_out(tc.call(partial(curation.log_tension, request_id=request_id),
-                            tc.writer_for(vault), vault, caller, *named, description))
+    out = outcome_out(tc.call(partial(curation.log_tension, request_id=request_id),
+                           tc.writer_for(vault), vault, caller, *named, description))
+    # absolute, as every tool answers a path: get_note("tensions.md") did not find the relative one
+    return out.model_copy(update={"path": absolute(vault.root, out.path)})
 
 
 def vault_review(

@@ -34,6 +34,8 @@ MAX_SECTION_CHARS = 20_000
 MAX_SLUG_CHARS = 60
 MAX_NUMBER_TRIES = 50  # another writer took the number we picked: try the next one, this many times
 SECTIONS = (("Context",), ("Options measured", "Options"), ("Decision",))
+# Our three parts, by the word a series' heading for each holds (MADR: `## Considered Options`)
+PARTS = (("context", "Context"), ("option", "Options measured"), ("decision", "Decision"))
 
 # Where projects keep their records, most common first. A project that already has a series in one
 # of them gets its next record there: a second series in docs/adr beside docs/decisions/0001-0003
@@ -45,12 +47,15 @@ FILE_NAME = re.compile(r"^(?P<number>\d{3,4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)
 NUMBERED = re.compile(r"^(?P<number>\d{3,4})-")
 # `# 0004: Title` (ours) or `# 4. Title` (adr-tools, MADR): a series keeps the form it has
 TITLE = re.compile(r"^# (?P<number>\d{1,4})(?P<separator>: |\. )(?P<title>\S.*?)\s*$")
+# `# Title` with no number (MADR): the number is the file name's
+UNNUMBERED = re.compile(r"^# (?P<title>\S.*?)\s*$")
 SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
 # A record's field line in the forms series write it: `Date: 2026-02-03`, `* Date: ...`, `- **Date:** ...`
 FIELD_LINE = re.compile(r"^(?P<lead>[ ]{0,3}(?:[*+-][ \t]+)?(?P<strong>\*\*|__)?(?P<name>date|status)"
                         r"(?::(?P=strong)|(?P=strong):|:)[ \t]*)\S", re.IGNORECASE)
+LIST_ITEM = re.compile(r"^[ ]{0,3}[*+-][ \t]")
 NOT_RECORDS = {"readme.md", "template.md"}
 
 
@@ -95,11 +100,11 @@ def _newest(folder: str | Path) -> tuple[Path | None, list[str]]:
 
 def title_form(folder: str | Path) -> tuple[str, bool]:
     """(separator, zero-padded) of the newest record's first line: `# 4. Title` gives (". ", False);
-    ours, `# 0004: Title`, for a new series or a first line of another form."""
+    `# Title` with no number gives ("", False); ours, `# 0004: Title`, for a new series or another form."""
     path, lines = _newest(folder)
     match = TITLE.match(lines[0]) if lines else None
     if match is None:
-        return ": ", True
+        return ("", False) if lines and UNNUMBERED.match(lines[0]) else (": ", True)
     return match["separator"], len(match["number"]) == len(NUMBERED.match(path.name)["number"])
 
 
@@ -132,6 +137,26 @@ def status_form(folder: str | Path) -> str:
         if (field := FIELD_LINE.match(line)) and field["name"].lower() == "status":
             return field["lead"]
     return "Status: "
+
+
+def section_names(folder: str | Path) -> tuple[str, str, str]:
+    """The headings of our three parts as the newest record names them (`## Context and Problem
+    Statement`, `## Considered Options`, `## Decision Outcome`); ours for a part it lacks or in our form."""
+    _, lines = _newest(folder)
+    if not lines or ((title := TITLE.match(lines[0])) and title["separator"] == ": "):
+        return PARTS[0][1], PARTS[1][1], PARTS[2][1]
+    return _parts([m["name"] for line in lines[1:] if (m := SECTION.match(line))])
+
+
+def _parts(headings: list[str]) -> tuple[str, str, str]:
+    """For each part, the first heading holding its word after the previous part's heading (MADR's
+    `## Decision Drivers` comes before its options, its `## Decision Outcome` after); ours if none."""
+    found, after = [], 0
+    for word, ours in PARTS:
+        at = next((i for i in range(after, len(headings)) if word in headings[i].lower()), None)
+        found.append(ours if at is None else headings[at])
+        after = after if at is None else at + 1
+    return found[0], found[1], found[2]
 
 
 def is_own_series(folder: str | Path) -> bool:
@@ -185,6 +210,7 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
         followups.append(("linked in the memory graph", link))
     outcome = None
     width, form, dated, said = number_width(folder), title_form(folder), date_form(folder), status_form(folder)
+    headings = section_names(folder)
     if dated:  # the series dates its records: this one says today's date, in the series' form and place
         dated = (f"{dated[0]}{writer.clock():%Y-%m-%d}", dated[1])
     for _ in range(MAX_NUMBER_TRIES):
@@ -192,7 +218,8 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
         path = folder / f"{number:0{width}d}-{slugify(title)}.md"
-        text = render(number, title, *bodies, status=status, width=width, form=form, dated=dated, said=said)
+        text = render(number, title, *bodies, status=status, width=width, form=form, dated=dated, said=said,
+                      headings=headings)
         outcome = writer.update_file(
             caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{width}d}: {title}",
             request_id=request_id,
@@ -205,18 +232,24 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
 
 def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted",
            width: int = DEFAULT_WIDTH, form: tuple[str, bool] = (": ", True),
-           dated: tuple[str, bool] | None = None, said: str = "Status: ") -> str:
-    """The record's text; `form` (title_form): the first line's separator and whether its number is padded;
-    `dated`: (the date line, whether it follows the status line), as the series writes it; ours has none;
-    `said` (status_form): how the series says a status."""
+           dated: tuple[str, bool] | None = None, said: str = "Status: ",
+           headings: Sequence[str] = (PARTS[0][1], PARTS[1][1], PARTS[2][1])) -> str:
+    """The record's text; `form` (title_form): the first line's separator ("" for no number) and whether
+    its number is padded; `dated`: (the date line, whether it follows the status line), as the series
+    writes it; ours has none; `said` (status_form): how the series says a status; `headings`
+    (section_names): the names of the context, options and decision sections."""
     separator, padded = form
-    shown = f"{number:0{width}d}" if padded else str(number)
+    shown = "" if not separator else f"{number:0{width}d}" if padded else str(number)
     stated = f"## Status\n\n{status.capitalize()}" if said == "## Status" else f"{said}{status}"
     head = [f"# {shown}{separator}{title}", stated]
     if dated:
-        head.insert(2 if dated[1] else 1, dated[0])
-    return ("\n\n".join(head) + f"\n\n## Context\n\n{context}\n\n"
-            f"## Options measured\n\n{options}\n\n## Decision\n\n{decision}\n")
+        if LIST_ITEM.match(dated[0]) and LIST_ITEM.match(stated):  # one list (MADR): consecutive lines
+            head[1] = f"{stated}\n{dated[0]}" if dated[1] else f"{dated[0]}\n{stated}"
+        else:  # adr-tools: `Date:` a paragraph of its own above `## Status`
+            head.insert(2 if dated[1] else 1, dated[0])
+    parts = zip(headings, (context, options, decision), strict=True)
+    body = "".join(f"\n\n## {name}\n\n{text}" for name, text in parts)
+    return "\n\n".join(head) + body + "\n"
 
 
 def _title(title: str) -> str:
@@ -282,36 +315,39 @@ def _record_problems(path: Path, numbered: re.Match | None) -> list[str]:
         return [f"cannot be read as UTF-8 text ({exc})"]
     found = []
     title = TITLE.match(lines[0]) if lines else None
-    if not title:
-        found.append("first line must be '# NNNN: Title' (or the series' '# N. Title')")
-    elif numbered and int(title["number"]) != int(numbered["number"]):
+    if not title and not (numbered and lines and UNNUMBERED.match(lines[0])):  # MADR's `# Title`
+        found.append("first line must be '# NNNN: Title' (or the series' '# N. Title' or '# Title')")
+    elif title and numbered and int(title["number"]) != int(numbered["number"]):
         found.append(f"title says {title['number']} but the file name says {numbered['number']}")
-    sections: dict[str, list[str]] = {}
+    sections: dict[str, list[str]] = {}  # lines under each heading, as named
     current = None
     for line in lines[1:]:
         if match := SECTION.match(line):
-            current = match["name"].lower()
+            current = match["name"]
             sections.setdefault(current, [])
         elif current is not None:
             sections[current].append(line)
         elif (status := STATUS.match(line)) and status["status"].split(" ")[0].lower() not in STATUSES:
             found.append(f"status {status['status']!r} is not one of {', '.join(STATUSES)}")
-    for names in SECTIONS:
-        present = [n for n in names if n.lower() in sections]
-        if not present:
+    # a part's section by the word its heading holds, as adr_create names them (section_names)
+    for names, present in zip(SECTIONS, _parts(list(sections)), strict=True):
+        if present not in sections:
             found.append(f"missing section '## {names[0]}'")
-        elif not any(line.strip() for line in sections[present[0].lower()]):
-            found.append(f"section '## {present[0]}' is empty")
+        elif not any(line.strip() for line in sections[present]):
+            found.append(f"section '## {present}' is empty")
     return found
 
 
 def entity_name(path: str | Path) -> str:
-    """The graph name of a record: 'ADR 0003: Title', read from its first line."""
+    """The graph name of a record: 'ADR 0003: Title', read from its first line (the number from the
+    file name, as written, for MADR's `# Title`)."""
     first = Path(path).read_text(encoding="utf-8").split("\n", 1)[0]
     match = TITLE.match(first)
-    if not match:
-        raise UsageError(f"{path} does not start with '# NNNN: Title' or '# N. Title'; fix its first line")
-    return f"ADR {match['number']}: {match['title']}"
+    if match:
+        return f"ADR {match['number']}: {match['title']}"
+    if (numbered := NUMBERED.match(Path(path).name)) and (untitled := UNNUMBERED.match(first)):
+        return f"ADR {numbered['number']}: {untitled['title']}"
+    raise UsageError(f"{path} does not start with '# NNNN: Title', '# N. Title' or '# Title'; fix its first line")
 
 
 def link_adr(graph_file: str | Path, adr_path: str | Path, relates_to: list[str] | None = None, *,

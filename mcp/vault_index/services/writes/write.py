@@ -294,12 +294,14 @@ class WriteService:
         for name, step in followups:
             self._late(name, lambda step=step: step(real), notices)
         journal.checkpoint("reindexed")
-        started = times.mark("followups", started)
+        if followups:  # a stage that did not run has no time
+            started = times.mark("followups", started)
         extra = result() if result else None
         lock.refresh()
         commit = self._commit(caller, target, operation, request_id, why, notices) if wants_commit else None
         journal.checkpoint("committed")
-        times.mark("commit", started)
+        if commit is not None:  # timed only when there is one: `commit: null` beside a commit's time misleads
+            times.mark("commit", started)
         outcome = WriteOutcome("written", target.rel, f"{target.rel} written", version=new_version,
                                notices=tuple(notices), commit=commit, result=extra)
         started = time.perf_counter()
