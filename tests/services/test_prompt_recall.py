@@ -53,8 +53,12 @@ def test_notes_injected_before_are_left_out_and_not_replaced(app):
     first = prompt_recall.select(app, "pump relay float switch")
     again = prompt_recall.select(app, "pump relay float switch", {n.path for n in first.notes})
     assert again.notes == () and again.reason == "already injected"
-    one = prompt_recall.select(app, "pump relay float switch", {first.notes[0].path})
-    assert [n.path for n in one.notes] == [n.path for n in first.notes[1:]]
+    # the first note, the one the confidence judges, was injected before: the others would go in under
+    # its confidence (walkthrough C: two unrelated notes "confidence 0.95"), so nothing goes in
+    lead = prompt_recall.select(app, "pump relay float switch", {first.notes[0].path})
+    assert lead.notes == () and lead.reason == "already injected" and lead.confidence == first.confidence
+    later = prompt_recall.select(app, "pump relay float switch", {first.notes[1].path})
+    assert [n.path for n in later.notes] == [first.notes[0].path, *[n.path for n in first.notes[2:]]]
 
 
 def test_slash_commands_and_empty_prompts_are_not_searched(app):

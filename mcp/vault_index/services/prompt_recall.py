@@ -9,7 +9,8 @@ inject. The stages, in order:
 2. App.search of the prompt, one hit per note, in the app's workspace (and the caller's grants);
 3. nothing at all unless the answer's confidence clears the threshold (services/search/confidence.py):
    "nothing relevant" is the common answer and the hook then stays silent;
-4. the answer's first MAX_NOTES notes, minus those already injected in this session;
+4. the answer's first MAX_NOTES notes, minus those already injected in this session (none when
+   the first was: the confidence is the first note's);
 5. a short text (display path with line, heading, a line or two of snippet) cut to MAX_TOKENS.
 """
 
@@ -109,9 +110,12 @@ def select(app: App, prompt: str, already: set[str] | frozenset[str] = frozenset
         return Injection(reason="no hits", **base)
     if not result.relevant:
         return Injection(reason="nothing relevant", **base)
-    fresh = [hit for hit in result.hits[:MAX_NOTES] if hit.path not in already]
-    if not fresh:
+    # Trigger: with the first note injected earlier, the others went in under its confidence (0.95
+    # for two unrelated notes; walkthrough C). Why: the confidence judges the first hit only.
+    # Outcome: silent then; a later note injected before is dropped, the first still leads.
+    if result.hits[0].path in already:
         return Injection(reason="already injected", **base)
+    fresh = [hit for hit in result.hits[:MAX_NOTES] if hit.path not in already]
     root = root or app.workspace.root or _project()
     notes = tuple(Recalled(hit.path, _display(hit.path, root), hit.line_start, hit.heading, _lines(hit.snippet))
                   for hit in fresh)
