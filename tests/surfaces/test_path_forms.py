@@ -235,3 +235,21 @@ def test_provenance_takes_every_form_and_a_missing_note_is_not_found(project):
     assert missing.returncode == 3 and "no note docs/no-such-note.md" in missing.stderr, missing
     new = _cli(project, "provenance", "docs/dup.md")  # there, never committed
     assert new.returncode == 0 and "no commit holds" in new.stderr, new
+
+
+def test_a_path_under_a_sources_name_as_sources_shows_it_is_taken_by_every_tool(project):
+    """Walkthrough C: `P/docs/guide.md`, the form `sources`, list_sources and the pending notices
+    name things in, was taken by note_read and refused by get_note, note_links and path_prefix."""
+    tc, p = project["tc"], project["p"]
+    app = tc.app
+    name = next(n for n, path in app.store.source_names().items() if path == str(p / "docs"))
+    assert name == "P/docs"
+    guide = str(p / "docs" / "guide.md")
+    got = _reads(tc, f"{name}/guide.md")
+    assert got["get_note"] == guide and got["note_links"] == guide and got["note_read"][0] == "ok", got
+    hits = tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix=f"{name}/postmortems").hits
+    assert [h.path for h in hits] == [str(p / "docs" / "postmortems" / "outage.md")]
+    shown = _cli(project, "get", f"{name}/guide.md")
+    assert shown.returncode == 0 and "okapi guide" in shown.stdout, shown
+    links = _cli(project, "links", f"{name}/guide.md", "--json")
+    assert links.returncode == 0 and str(p / "docs" / "dup.md") in links.stdout, links

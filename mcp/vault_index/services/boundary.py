@@ -188,8 +188,9 @@ def ambiguous(text: str, found: Sequence[Path]) -> str:
 
 def _candidates(app, text: str, bases: list, roots: list[Path]) -> list[Path]:
     """Where a path as given may lie, in order: itself when absolute; else under the first base, the
-    workspace's folder (project or vault), each visible source, and the folder holding a source whose
-    own name the path starts with (`docs/x.md` for the source `<project>/docs`)."""
+    workspace's folder (project or vault), each visible source, the folder holding a source whose
+    own name the path starts with (`docs/x.md` for the source `<project>/docs`), and a visible
+    source named as `sources` names it (`P/docs/x.md`, `P/README.md`: the form notices show)."""
     given = Path(os.path.expanduser(text))
     if given.is_absolute():
         return [given]
@@ -199,7 +200,9 @@ def _candidates(app, text: str, bases: list, roots: list[Path]) -> list[Path]:
     places += [root for root in roots if root.is_dir()]
     if given.parts:
         places += [root.parent for root in roots if root.is_dir() and root.name == given.parts[0]]
-    return [place / given for place in dict.fromkeys(places)]
+    named = [Path(path) / text[len(name):].lstrip("/") for name, path in app.store.source_names().items()
+             if (text == name or text.startswith(name + "/")) and real(path) in roots]
+    return [place / given for place in dict.fromkeys(places)] + named
 
 
 def _holds(root: str, path: str) -> bool:
