@@ -55,3 +55,13 @@ def test_a_hits_snippet_drops_the_comment_the_stored_chunk_keeps(tmp_path, open_
     assert hit.heading == "Enums > Defining an Enum" and hit.snippet.startswith("Enums give you a way"), hit
     chunks = chunk_note(parse_note("enums.md", RUST_BOOK))
     assert any("<!-- Old headings" in c.text for c in chunks)  # the index's text, and so the eval, unchanged
+
+
+def test_a_hit_by_title_or_meaning_opens_at_the_records_prose_not_its_status_lines():
+    """Walkthrough C: a record found with none of the query's words in its chunk (by its title, by
+    meaning) showed "Date: 2026-02-03 Status: Accepted The worker..."; the status lines ride with
+    the record's first prose since chunking carries them there."""
+    chunk = "Date: 2026-02-03\n\nStatus: Accepted\n\nThe worker retries each webhook three times."
+    assert snippet(chunk, ["nomatch"]) == "The worker retries each webhook three times."
+    assert snippet("Status: proposed", ["nomatch"]) == "Status: proposed"  # nothing else: kept
+    assert snippet(chunk, ["accepted"]).startswith("…Status: Accepted")  # asked for: shown
