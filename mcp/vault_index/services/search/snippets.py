@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from vault_index.engine.parsing.parse import HTML_ANCHOR as _ANCHOR  # stripped from every snippet
 from vault_index.engine.parsing.parse import without_html_comments
+from vault_index.engine.parsing.status_block import no_prose
 from vault_index.services.search.query import word_starts
 
 SNIPPET_CHARS = 480  # about 120 tokens: enough to judge a hit, small enough for ten in a reply
@@ -25,12 +26,21 @@ def snippet(text: str, terms: list[str], budget: int = SNIPPET_CHARS) -> str:
     text = without_html_comments(text)  # a note to the writer, never shown: a comment-only chunk shows ""
     text = _ANCHOR.sub("", text).strip() if "<a" in text or "<A" in text else text.strip()
     found = _matches(text, terms)
-    if not found:
+    if not found:  # a hit on its title or by meaning: its opening, after a record's status lines
+        text = _after_status(text)
         return text if len(text) <= budget else _window(text, 0, budget)
     start = _best_start(text, found, budget)
     if start == 0 and len(text) <= budget:
         return text
     return _window(text, start, budget)
+
+
+def _after_status(text: str) -> str:
+    """`text` from its first paragraph that is not a status block (`Date: ...`, `Status: Accepted`;
+    chunking carries them into the record's first prose), or whole when it is nothing else."""
+    paragraphs = text.split("\n\n")
+    lead = next((i for i, part in enumerate(paragraphs) if not no_prose(part)), 0)
+    return "\n\n".join(paragraphs[lead:]) if lead else text
 
 
 def _matches(text: str, terms: list[str]) -> list[tuple[int, str]]:
