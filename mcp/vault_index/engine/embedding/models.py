@@ -101,6 +101,7 @@ class ModelSpec:
     shipped: bool = False  # the shipped MiniLM folder: run on ONNX Runtime without fastembed
 
 
+PATH_STARTS = ("/", "./", "../", "~", os.sep)  # a setting that is a path (never a hub model name)
 OFF_SETTINGS = frozenset({"", "none", "off", "0"})  # VAULT_EMBED_MODEL values that turn vectors off
 MODEL_NOTICE_PREFIX = "embedding model"  # surfaces that say a notice once per machine recognise it by this
 FP32_MISSING_NOTICE = (
@@ -145,6 +146,10 @@ def parse_model_setting(setting: str, cache: Path) -> ModelSpec | None:
         if not path.is_dir():
             raise ModelUnavailableError(f"model folder {path} does not exist")
         return ModelSpec(name, path)
+    if setting.startswith(PATH_STARTS) and not (path := Path(setting).expanduser()).is_dir():
+        # a path, not a hub name: taken for one, status said "hybrid" and never that it cannot load
+        gone = "is not a folder" if path.exists() else "does not exist"
+        raise ModelUnavailableError(f"model folder {path} {gone}; name the folder that holds the model, as NAME@FOLDER")
     if os.path.isdir(setting):
         raise ModelUnavailableError(
             f"{setting} is a folder: say which fastembed model it holds, as NAME@{setting} "
