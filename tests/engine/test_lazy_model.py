@@ -115,6 +115,20 @@ def test_a_model_that_cannot_load_leaves_no_model_recorded(tmp_path):
     app.close()
 
 
+@pytest.mark.parametrize("setting", ["{tmp}/no/such", "./no/such", "../no-such", "~/no-such-vault-index-model"])
+def test_a_setting_that_is_a_missing_path_is_a_missing_folder_not_a_hub_name(tmp_path, setting):
+    """Walkthrough C: VAULT_EMBED_MODEL=/tmp/no/such/folder was fetched as a hub model's name."""
+    from vault_index.errors import ModelUnavailableError
+
+    with pytest.raises(ModelUnavailableError, match="model folder .* does not exist"):
+        models_module.parse_model_setting(setting.format(tmp=tmp_path), tmp_path)
+    write(tmp_path, "model.onnx", "")
+    with pytest.raises(ModelUnavailableError, match="is not a folder"):
+        models_module.parse_model_setting(str(tmp_path / "model.onnx"), tmp_path)
+    spec = models_module.parse_model_setting("BAAI/bge-small-en-v1.5", tmp_path)  # a slash, not a path
+    assert (spec.name, spec.folder) == ("BAAI/bge-small-en-v1.5", None)
+
+
 def _shipped_folder(tmp_path, monkeypatch):
     """A shipped-model folder with the real tokenizer.json and no weights; the model setting
     resolves to it ("none" still turns the model off)."""

@@ -265,3 +265,35 @@ def test_a_record_in_our_own_template_has_no_date_line(tmp_path):
     write(folder, "0001-first.md", GOOD.format(n="0001"))
     text = adr.create(folder, "Second", **SECTIONS).read_text()
     assert "date" not in text.lower() and text.startswith("# 0002: Second\n\nStatus: accepted\n\n## Context")
+
+
+@pytest.mark.parametrize("given", ["4. Drop the Redis cache", "0004: Drop the Redis cache",
+                                   "ADR 4: Drop the Redis cache", "ADR-4 Drop the Redis cache"])
+def test_a_number_the_agent_puts_in_the_title_is_dropped_and_the_series_keeps_one_entity_form(tmp_path, given):
+    """Walkthrough C: "4. Drop the Redis cache" made `0005-4-drop-...` titled `# 5. 4. Drop ...` in an
+    adr-tools series, and in a MADR series `ADR 4: ...` beside `ADR 0003: ...` in the graph."""
+    tools = tmp_path / "tools"
+    for number in (3, 4):
+        write(tools, f"{number:04d}-earlier-{number}.md", GOOD.replace("# {n}: ", f"# {number}. "))
+    path = adr.create(tools, given, **SECTIONS)
+    assert path.name == "0005-drop-the-redis-cache.md"
+    assert path.read_text().startswith("# 5. Drop the Redis cache\n")
+    assert adr.entity_name(path) == "ADR 5: Drop the Redis cache"
+    madr = tmp_path / "madr"
+    for number in (1, 2, 3):
+        write(madr, f"{number:04d}-record-{number}.md", UNNUMBERED.format(n=number))
+    path = adr.create(madr, given, **SECTIONS)
+    assert path.name == "0004-drop-the-redis-cache.md" and path.read_text().startswith("# Drop the Redis cache\n")
+    names = [adr.entity_name(p) for p in sorted(madr.glob("*.md"))]
+    assert names == ["ADR 0001: Record 1", "ADR 0002: Record 2", "ADR 0003: Record 3",
+                     "ADR 0004: Drop the Redis cache"]
+
+
+@pytest.mark.parametrize("title", ["3.5 release notes", "2024 roadmap", "Adrian's plan"])
+def test_a_title_that_only_begins_with_a_number_keeps_it(tmp_path, title):
+    assert adr.create(tmp_path / "adr", title, **SECTIONS).read_text().startswith(f"# 0001: {title}\n")
+
+
+def test_a_title_that_is_only_a_number_is_empty(tmp_path):
+    with pytest.raises(UsageError, match="empty"):
+        adr.create(tmp_path / "adr", "ADR 4:", **SECTIONS)

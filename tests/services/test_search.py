@@ -503,3 +503,19 @@ def test_status_with_a_model_that_cannot_load_says_why_its_vectors_are_unused(tm
     off = open_app(None, db_name="shared.db")
     off.models = Models("none", "Xenova/ms-marco-MiniLM-L-6-v2", tmp_path)  # rerank as set by default
     assert "searches are keyword-only" in off.status()["rerank_state"]
+
+
+@pytest.mark.parametrize("setting", ["{tmp}/no/such/folder", "./no-such-folder", "~/no-such-vault-index-folder"])
+def test_status_with_a_model_setting_that_is_a_missing_path_says_it_cannot_load(tmp_path, open_app, setting):
+    """Walkthrough C: VAULT_EMBED_MODEL=/tmp/no/such/folder was taken for a hub model's name, so status
+    said "searches are hybrid" with every chunk waiting for vectors, and never that the model cannot load."""
+    from vault_index.engine.embedding.models import Models
+
+    write(tmp_path / "v", "a.md", "# A\n\nwombat burrows\n")
+    app = open_app(None)
+    app.index([str(tmp_path / "v")])
+    app.models = Models(setting.format(tmp=tmp_path), "Xenova/ms-marco-MiniLM-L-6-v2", tmp_path)
+    status = app.status()
+    assert status["embed_off"] and status["vectors_pending"] == 0 and not status["embed_model"]
+    assert "model folder" in status["embed_off_reason"] and "does not exist" in status["embed_off_reason"]
+    assert "searches are keyword-only" in status["rerank_state"]

@@ -156,6 +156,16 @@ def test_sources_remove_and_status(env, vault):
     assert json.loads(run(env, "search", "brake", "--json").stdout)["hits"] == []
 
 
+def test_status_says_a_model_folder_that_does_not_exist_is_why_no_vectors_are_used(env, vault, tmp_path):
+    """Walkthrough C: with VAULT_EMBED_MODEL a missing folder's path, status said chunks were waiting
+    for vectors and searches hybrid, and never that the model cannot load."""
+    run(env, "index", str(vault), "-s")
+    missing = tmp_path / "no" / "such" / "folder"
+    vectors = next(line for line in run({**env, "VAULT_EMBED_MODEL": str(missing)}, "status").stdout.split("\n")
+                   if line.startswith("vectors"))
+    assert f"not used: model folder {missing} does not exist" in vectors and "waiting" not in vectors
+
+
 def test_help_lists_every_command(env):
     proc = run(env, "--help")  # the installed entry point; each command's help below runs in process
     assert proc.stdout.startswith("usage: vault-index")

@@ -184,3 +184,30 @@ def test_the_scan_before_status_or_search_says_nothing_when_quick_and_shows_when
     assert run(quiet=True, took=0.1) == ""
     assert run(quiet=True, took=QUIET_SCAN_SECONDS + 1).startswith("scan: 51/51 files (100%)")
     assert run(quiet=False, took=0.1).startswith("scan: 51/51 files (100%)")
+
+
+@pytest.mark.parametrize("columns", [0, 80])
+def test_a_terminal_zero_columns_wide_gets_plain_progress_lines(columns):
+    """Walkthrough C: under `script` run from a non-tty (a 0x0 pty) tqdm drew nothing, so an
+    embedding of 419 chunks showed no progress at all; such a terminal gets a log's plain lines."""
+    import fcntl
+    import os
+    import select
+    import struct
+    import termios
+
+    from vault_index.surfaces.cli_common import Progress
+
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 0 if not columns else 24, columns, 0, 0))
+    with os.fdopen(leader, "rb", buffering=0) as reader, os.fdopen(follower, "w") as stream:
+        progress = Progress(True, stream)
+        assert progress.tty == bool(columns)
+        progress("embed", 0, 419)
+        progress("embed", 419, 419)
+        progress.close()
+        shown = ""
+        while select.select([reader], [], [], 0.5)[0] and "(100%)" not in shown:  # the lines, as they arrive
+            shown += reader.read(4096).decode()
+    if not columns:
+        assert shown.splitlines()[0] == "embed: 0/419 chunks, started" and "419/419 chunks (100%)" in shown

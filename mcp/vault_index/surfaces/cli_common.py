@@ -7,6 +7,7 @@ Below cli.py and its command modules (cli_vault, cli_edit, cli_graph), which all
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -37,6 +38,15 @@ PHASE_UNITS = {"scan": " files", "embed": " chunks"}
 QUIET_SCAN_SECONDS = 2.0  # Progress(quiet_scan=True): a scan done sooner says nothing
 
 
+def drawable_terminal(stream) -> bool:
+    """A terminal a bar can be drawn on: a tty 0 columns wide (the pty `script` opens from a non-tty)
+    made tqdm draw nothing at all, so it gets plain lines, as a log does."""
+    try:
+        return stream.isatty() and os.get_terminal_size(stream.fileno()).columns > 0
+    except (OSError, ValueError, AttributeError):  # no descriptor, or its size cannot be asked
+        return False
+
+
 class Progress:
     """Index progress on stderr, never stdout: a tqdm bar with an ETA on a terminal, else a plain
     line every PLAIN_PROGRESS_SECONDS and one at each phase's end (logs must not sit silent).
@@ -50,7 +60,7 @@ class Progress:
         self.enabled = enabled
         # the scan before status, sources or search: said only when it lasts (each ran one per call)
         self.quiet_scan = quiet_scan
-        self.tty = self.stream.isatty()
+        self.tty = drawable_terminal(self.stream)
         self._bar = None
         self._phase: str | None = None
         self._started = self._last_line = 0.0

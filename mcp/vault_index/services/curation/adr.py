@@ -50,6 +50,9 @@ TITLE = re.compile(r"^# (?P<number>\d{1,4})(?P<separator>: |\. )(?P<title>\S.*?)
 # `# Title` with no number (MADR): the number is the file name's
 UNNUMBERED = re.compile(r"^# (?P<title>\S.*?)\s*$")
 SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
+# A record number the agent put in its title (`4. `, `0004: `, `ADR 4: `, `ADR-4 `): the tool numbers
+# the record itself, so it is dropped (it made `# 5. 4. Title`). A bare number needs its `.` or `:`.
+GIVEN_NUMBER = re.compile(r"^(?:adr[ _-]?\d{1,4}\s*[.:-]?|\d{1,4}[.:])(?:\s+|$)", re.IGNORECASE)
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
 # A record's field line in the forms series write it: `Date: 2026-02-03`, `* Date: ...`, `- **Date:** ...`
@@ -258,7 +261,7 @@ def _title(title: str) -> str:
     Checked before the record is written: a title the graph refused at link time left a record
     on disk that no entity names, and an agent retrying wrote it again under the next number.
     """
-    title = (title or "").strip()
+    title = GIVEN_NUMBER.sub("", (title or "").strip()).strip()
     if not title:
         raise UsageError("the title is empty; name the decision in a few words")
     if bad := unsafe_char(title):
