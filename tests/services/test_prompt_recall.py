@@ -37,6 +37,9 @@ def test_a_confident_answer_gives_at_most_three_notes_within_the_token_budget(ap
     assert found.mode == "hybrid" and found.confidence is not None and found.confidence >= 0.5
     assert 1 <= len(found.notes) <= prompt_recall.MAX_NOTES
     assert found.tokens == prompt_recall.tokens(found.text) <= prompt_recall.MAX_TOKENS
+    # the confidence is said to be the first note's, never all of them (walkthrough D)
+    assert f"confidence {found.confidence:.2f} for the first" in found.text
+    assert ("the others are the next nearest" in found.text) == (len(found.notes) > 1)
     for note in found.notes:
         assert note.display in found.text and f":{note.line} (" in found.text
         assert "pump" in note.heading.lower() and len(note.snippet) <= prompt_recall.SNIPPET_CHARS + 1

@@ -253,3 +253,21 @@ def test_a_path_under_a_sources_name_as_sources_shows_it_is_taken_by_every_tool(
     assert shown.returncode == 0 and "okapi guide" in shown.stdout, shown
     links = _cli(project, "links", f"{name}/guide.md", "--json")
     assert links.returncode == 0 and str(p / "docs" / "dup.md") in links.stdout, links
+
+
+def test_index_paths_and_a_new_note_take_source_relative_and_source_name_forms(project):
+    """Walkthrough D: index_paths refused `postmortems/outage.md` and `P/docs/postmortems/outage.md`
+    ("not a file in the index sources"), and `note_write create P/docs/postmortems/new.md` wrote
+    P/P/docs/postmortems/new.md, `postmortems/new2.md` P/postmortems/new2.md, outside every source."""
+    tc, p = project["tc"], project["p"]
+    sources = set(tc.app.store.source_names())
+    for form in ("postmortems/outage.md", "P/docs/postmortems/outage.md"):
+        answer = tools_search.index_paths(tc, None, [form])
+        assert not answer.problems, (form, answer)
+        assert answer.notices and "lies in the source P/docs: re-indexed there" in answer.notices[0], (form, answer)
+    assert set(tc.app.store.source_names()) == sources  # neither form made a source of its own
+    for form, where in (("P/docs/postmortems/new.md", p / "docs" / "postmortems" / "new.md"),
+                        ("postmortems/new2.md", p / "docs" / "postmortems" / "new2.md")):
+        made = tools_notes.note_write(tc, "create", form, None, body="# New\n\nokapi again\n")
+        assert made.status == "written" and made.path == str(where), (form, made)
+        assert where.is_file() and not (p / "P").exists() and not (p / "postmortems").exists()

@@ -234,3 +234,18 @@ def test_adr_create_links_a_record_whose_project_lies_outside_every_source(proje
                                                                  "decision": "d"})])
     assert seen["create"].structured_content["entity"] == "ADR 0001: T"
     assert seen["create"].structured_content["notices"] == []
+
+
+def test_adr_create_in_a_series_nothing_indexes_says_search_will_not_find_it(project, tmp_path, open_app):
+    """Walkthrough D: a project's series in doc/adr (outside docs/, notes/, README.md) got its next
+    record with `reindexed: false` and no notice, and search never found it."""
+    write(project, "doc/adr/0001-first.md", "# 1. First\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n"
+          "## Context\n\nc\n\n## Decision\n\nd\n")
+    app = open_app(None)
+    app.index([str(project / "docs")])
+    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [("create", "adr_create", {
+        "title": "Events in protobuf", "context": "c", "options": "o", "decision": "protobuf"})])
+    made = seen["create"].structured_content
+    assert made["path"] == str(project / "doc" / "adr" / "0002-events-in-protobuf.md") and not made["reindexed"]
+    assert [n for n in made["notices"] if n.startswith("written, but not indexed: ")], made["notices"]

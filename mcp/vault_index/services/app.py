@@ -149,6 +149,7 @@ class App:
             if owner is not None and not self._seen()(owner):
                 raise UsageError(f"the name {name!r} is already used by a source outside "
                                  f"{self.workspace.describe()}; choose another name")
+        paths = [boundary.given(self, p, self.workspace.root or project_dir()) for p in paths] if paths else paths
         if by_agent and paths:
             visible = self.visible_roots()
             registered = [p for _, p in self.store.sources() if visible is None or p in visible]
@@ -162,8 +163,8 @@ class App:
                      for p in agent_sources(paths, project, registered)]
         within, paths = self._files_in_sources(paths or []) if not checkout else ([], paths)
         report = SyncReport() if within and not paths else self._sync(paths, progress, by_agent, name, checkout)
-        for path, source in within:
-            report.add(self.reindex_file(path) or SyncReport())
+        for path, source, target in within:
+            report.add(self.reindex_file(target) or SyncReport())
             report.notices.append(f"{path} lies in the source {source}: re-indexed there, not added as a "
                                   "source of its own" + (f" (the name {name!r} is not used)" if name else ""))
         return self._seen_problems(report) if by_agent else report
@@ -197,12 +198,11 @@ class App:
         self._claim_for_vaults(paths or [])
         return report
 
-    def _files_in_sources(self, paths: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
-        """((file, its source's name) for each path that is a note of a folder source this workspace
+    def _files_in_sources(self, paths: list[str]) -> tuple[list[tuple[str, str, str]], list[str]]:
+        """((path, its source's name, what to re-index) for each note of a folder source this workspace
         sees, the other paths). Trigger: `index NOTES/x.md` registered the file as a new source,
-        empty (its note counts under NOTES) yet listed in `sources` and the server's instructions.
-        Outcome: such a file is re-indexed within its source; a file outside every source, or one
-        its source's rules skip (.indexignore), is still added as a source of its own."""
+        listed in `sources` and the instructions. Outcome: re-indexed within its source; a file its
+        source's rules skip (.indexignore), or outside every source, is still a source of its own."""
         from vault_index.engine.files.sources import is_note_path, source_of
 
         seen, names = self._seen(), {p: n for n, p in self.store.source_names().items()}
@@ -210,9 +210,9 @@ class App:
         within, rest = [], []
         for raw in paths:
             path = Path(raw).expanduser().resolve()
-            found = source_of(str(path), folders) if path.is_file() else None
+            found = source_of(str(path), folders) if path.is_file() else None  # a folder may nest (ADR 0020)
             if found is not None and is_note_path(found[0], Path(real_path(found[1]))):
-                within.append((str(path), names.get(str(found[1]), str(found[1]))))
+                within.append((str(path), names.get(str(found[1]), str(found[1])), str(path)))
             else:
                 rest.append(raw)
         return within, rest

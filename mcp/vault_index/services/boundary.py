@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from vault_index.engine.files.sources import is_note_path, real_path
-from vault_index.errors import AmbiguousPathError, NotFoundError, OutsideSourcesError
+from vault_index.errors import AmbiguousPathError, NotFoundError, OutsideSourcesError, VaultIndexError
 from vault_index.services import workspace as workspaces
 
 
@@ -111,6 +111,7 @@ def resolve(app, path: str | os.PathLike, *, base: str | Path | Sequence[str | P
     visible = seen(app, bases)
     found: list[Path] = []
     first_placed, never = None, None
+    housed = None  # a later place for a new file whose folder exists (`decisions/x.md` in docs/decisions)
     inside = False
     for index, candidate in enumerate(_candidates(app, text, bases, roots)):
         where = real(candidate)
@@ -130,17 +131,38 @@ def resolve(app, path: str | os.PathLike, *, base: str | Path | Sequence[str | P
                 found.append(where)
         elif first_placed is None and (index == 0 or not bases):  # a new file goes where `base` says
             first_placed = where
+        elif housed is None and where.parent.is_dir():
+            housed = where
     if len(found) > 1:
         raise AmbiguousPathError(ambiguous(text, found))
     if found:
         return found[0]
     if for_write and first_placed is not None:
+        # Trigger: `decisions/x.md` and `P/docs/decisions/x.md` were created under the project root, in
+        # a new folder nothing indexes, beside the docs/decisions/ they named. Outcome: where base's
+        # folder does not exist and another place's does, the new note goes there.
+        if housed is not None and not first_placed.parent.is_dir():
+            first_placed = housed
         return _new_note_place(app, text, first_placed)
     if never is not None:
         raise never
     if not inside:
         raise OutsideSourcesError(outside(text))
     raise NotFoundError(unseen(text))
+
+
+def given(app, raw: str, base: str | Path | None) -> str:
+    """A path to index as given: `raw` when it names something as typed (absolute, or relative to
+    the working folder or `base`); else what `resolve` finds (`decisions/x.md` in the source docs/,
+    `P/docs/x.md` as `sources` names it); else `raw`, for the indexer's own answer.
+    Trigger: index_paths and `index` refused those forms ("not a file in the index sources")."""
+    expanded = os.path.expanduser(raw)
+    if os.path.isabs(expanded) or os.path.lexists(expanded) or (base is not None and (Path(base) / raw).exists()):
+        return raw
+    try:
+        return str(resolve(app, raw, base=base))
+    except VaultIndexError:
+        return raw
 
 
 def _new_note_place(app, text: str, placed: Path) -> Path:

@@ -126,7 +126,9 @@ def select(app: App, prompt: str, already: set[str] | frozenset[str] = frozenset
 def render(notes: tuple[Recalled, ...], confidence: float | None) -> tuple[tuple[Recalled, ...], str]:
     """(the notes that fit, the additionalContext), within MAX_TOKENS: a note that does not fit whole
     is cut to what is left, and one with no room left for a snippet is dropped."""
-    sure = f"confidence {confidence:.2f}; " if confidence is not None else ""
+    # the confidence is the first note's (the one it judges); the others are only the next nearest
+    sure = (f"confidence {confidence:.2f} for the first" + ("; the others are the next nearest" if len(notes) > 1
+            else "") + "; ") if confidence is not None else ""
     head = (f"vault-index: notes that may answer this prompt ({sure}open one with get_note before relying "
             "on it):")
     budget = MAX_TOKENS * 4

@@ -20,6 +20,7 @@ from vault_index.surfaces.cli_common import (
     _json,
     _say,
     add_subquery_flags,
+    adopt,
     also_line,
     counted,
     result_json,
@@ -81,24 +82,12 @@ def cmd_index(app, args) -> int:
     return 0
 
 
-def _adopt(app, args, embed: bool = True) -> None:
-    """The terminal sees what the agent in this folder sees: the project's own docs/ and notes/
-    are brought up to date first (ADR 0020), with progress on stderr while it embeds (issue 39:
-    a first search sat silent for two minutes). `embed=False` (status, sources): keywords only,
-    no hidden work; what waits for vectors is reported instead."""
-    report = app.adopt_workspace(Progress(not args.silent, quiet_scan=True), embed=embed)
-    if report is not None and (report.indexed or report.chunks_embedded):  # the embedding catches up anywhere
-        embedded = f"; embedded {counted(report.chunks_embedded, 'chunk')} waiting for vectors"
-        _say(args, f"indexed {counted(report.indexed, 'note')} of {app.workspace.describe()}"
-             + (embedded if report.chunks_embedded else ""))
-
-
 def cmd_search(app, args) -> int:
     from vault_index.services.search.search import Filters
     from vault_index.surfaces.cli_common import typed_path
     from vault_index.surfaces.notices import print_notices
 
-    _adopt(app, args)
+    adopt(app, args)
     filters = role_filters(app, Filters(args.path, tuple(args.tag or ()), args.status, args.collection))
     queries = (line.strip() for line in sys.stdin) if args.query == "-" else [args.query]
     batch = args.query == "-"
@@ -150,7 +139,7 @@ def cmd_get(app, args) -> int:
 
 
 def cmd_sources(app, args) -> int:
-    _adopt(app, args, embed=False)
+    adopt(app, args, embed=False)
     sources = app.sources()
     if args.json:
         print(_json(sources))
@@ -168,7 +157,7 @@ def cmd_remove(app, args) -> int:
 
 
 def cmd_status(app, args) -> int:
-    _adopt(app, args, embed=False)
+    adopt(app, args, embed=False)
     status = app.status(probe_models=True)
     status["notices"] = [*status["notices"], *_hook_notices(app)]
     if args.json:

@@ -259,3 +259,15 @@ def result_json(result, explain: bool = False) -> dict:
     return {"query": result.query, "mode": result.mode, "vector_used": result.vector_used,
             "reranked": result.reranked, "confidence": result.confidence, "relevant": result.relevant,
             "notices": list(result.notices), "hits": hits}
+
+
+def adopt(app, args, embed: bool = True) -> None:
+    """The terminal sees what the agent in this folder sees: the project's own docs/ and notes/
+    are brought up to date first (ADR 0020), with progress on stderr while it embeds (issue 39:
+    a first search sat silent for two minutes). `embed=False` (status, sources): keywords only,
+    no hidden work; what waits for vectors is reported instead."""
+    report = app.adopt_workspace(Progress(not args.silent, quiet_scan=True), embed=embed)
+    if report is not None and (report.indexed or report.chunks_embedded):  # the embedding catches up anywhere
+        embedded = f"; embedded {counted(report.chunks_embedded, 'chunk')} waiting for vectors"
+        _say(args, f"indexed {counted(report.indexed, 'note')} of {app.workspace.describe()}"
+             + (embedded if report.chunks_embedded else ""))

@@ -105,10 +105,10 @@ def cmd_recall(app, args) -> int:
     from vault_index.services.recall import recall
     from vault_index.services.search.search import Filters
     from vault_index.surfaces.callers import local_read_scope
-    from vault_index.surfaces.cli_common import also_line, role_filters, subqueries_from
+    from vault_index.surfaces.cli_common import adopt, also_line, role_filters, subqueries_from
 
     subqueries = subqueries_from(args)
-    app.adopt_workspace()  # the project's own notes, as the agent there sees them (ADR 0020)
+    adopt(app, args)  # the project's own notes, as the agent there sees them (ADR 0020), with progress
     # the local person's read grants, as the MCP recall tool applies them
     scope = local_read_scope(app)[1]
     found = recall(app, args.memory_file, args.query, args.n, filters=role_filters(app, Filters()),

@@ -14,6 +14,7 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from vault_index.services.access.access import unindexed_notice
 from vault_index.services.curation import adr, curation, lessons
 from vault_index.surfaces.outcomes import absolute, is_outcome
 from vault_index.surfaces.shapes import (
@@ -98,6 +99,9 @@ def adr_create(
     notices = list(outcome.notices)
     if missing and "entity" in result:
         notices.append("not in the graph, so not linked: " + ", ".join(missing))
+    # a series in doc/adr or adr/ of a project lies outside what it indexes: said, as note_write says it
+    if result.get("path") and (unindexed := tc.call(unindexed_notice, tc.app, result["path"])):
+        notices.append(unindexed)
     return AdrOut(path=str(result.get("path", "")), entity=result.get("entity"),
                   related=list(result.get("related", [])), missing=missing,
                   reindexed=tc.reindexed(outcome, result.get("path")),
