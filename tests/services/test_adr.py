@@ -268,7 +268,8 @@ def test_a_record_in_our_own_template_has_no_date_line(tmp_path):
 
 
 @pytest.mark.parametrize("given", ["4. Drop the Redis cache", "0004: Drop the Redis cache",
-                                   "ADR 4: Drop the Redis cache", "ADR-4 Drop the Redis cache"])
+                                   "ADR 4: Drop the Redis cache", "ADR-4 Drop the Redis cache",
+                                   "0004 Drop the Redis cache"])  # walkthrough E: a bare zero-padded number
 def test_a_number_the_agent_puts_in_the_title_is_dropped_and_the_series_keeps_one_entity_form(tmp_path, given):
     """Walkthrough C: "4. Drop the Redis cache" made `0005-4-drop-...` titled `# 5. 4. Drop ...` in an
     adr-tools series, and in a MADR series `ADR 4: ...` beside `ADR 0003: ...` in the graph."""

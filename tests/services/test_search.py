@@ -519,3 +519,20 @@ def test_status_with_a_model_setting_that_is_a_missing_path_says_it_cannot_load(
     assert status["embed_off"] and status["vectors_pending"] == 0 and not status["embed_model"]
     assert "model folder" in status["embed_off_reason"] and "does not exist" in status["embed_off_reason"]
     assert "searches are keyword-only" in status["rerank_state"]
+
+
+def test_terminal_status_says_a_hub_model_that_cannot_load_here_leaves_vectors_unused(tmp_path, open_app,
+                                                                                     monkeypatch):
+    """Walkthrough E: with VAULT_EMBED_MODEL=BAAI/bge-small-en-v1.5 offline and not cached, searches
+    said keyword-only while status said "searches are hybrid" with every chunk waiting for vectors."""
+    from vault_index.engine.embedding import models
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    models.hub_reachable.cache_clear()
+    write(tmp_path / "v", "a.md", "# A\n\nwombat burrows\n")
+    app = open_app(None, db_name="hub.db")
+    app.index([str(tmp_path / "v")])
+    app.models = models.Models("BAAI/bge-small-en-v1.5", "Xenova/ms-marco-MiniLM-L-6-v2", tmp_path / "cache")
+    status = app.status(probe_models=True)
+    assert status["embed_off"] and "not in the model cache" in status["embed_off_reason"]
+    assert status["vectors_pending"] == 0 and "searches are keyword-only" in status["rerank_state"]

@@ -271,3 +271,20 @@ def test_index_paths_and_a_new_note_take_source_relative_and_source_name_forms(p
         made = tools_notes.note_write(tc, "create", form, None, body="# New\n\nokapi again\n")
         assert made.status == "written" and made.path == str(where), (form, made)
         assert where.is_file() and not (p / "P").exists() and not (p / "postmortems").exists()
+
+
+def test_a_folder_of_the_projects_own_source_is_synced_there_never_made_personal(project):
+    """Walkthrough E: `vault-index index docs/postmortems` in a project registered a personal source,
+    "seen in every project", and another project's search then returned its notes; index_paths
+    added an empty source. Both sync the folder within the project's own source now."""
+    tc, p, home = project["tc"], project["p"], project["home"]
+    sources = set(tc.app.store.source_names())
+    answer = tools_search.index_paths(tc, None, ["postmortems"])
+    assert answer.notices and "lies in the source P/docs: re-indexed there" in answer.notices[0], answer
+    typed = _cli(project, "index", "docs/postmortems")
+    assert typed.returncode == 0 and "personal" not in typed.stdout + typed.stderr, typed
+    assert set(tc.app.store.source_names()) == sources
+    personal = dict(os.environ, CLAUDE_PROJECT_DIR="")  # the person's own workspace, outside P
+    elsewhere = subprocess.run([CLI, "search", "okapi outage", "--json"], cwd=home, env=personal,
+                               capture_output=True, text=True, timeout=120)
+    assert str(p / "docs" / "postmortems" / "outage.md") not in elsewhere.stdout, elsewhere.stdout[:400]

@@ -164,7 +164,8 @@ class App:
         within, paths = self._files_in_sources(paths or []) if not checkout else ([], paths)
         report = SyncReport() if within and not paths else self._sync(paths, progress, by_agent, name, checkout)
         for path, source, target in within:
-            report.add(self.reindex_file(target) or SyncReport())
+            report.add((self.reindex_file(target) if path == target else self._sync([target], progress, by_agent,
+                                                                                     None, False)) or SyncReport())
             report.notices.append(f"{path} lies in the source {source}: re-indexed there, not added as a "
                                   "source of its own" + (f" (the name {name!r} is not used)" if name else ""))
         return self._seen_problems(report) if by_agent else report
@@ -200,18 +201,21 @@ class App:
 
     def _files_in_sources(self, paths: list[str]) -> tuple[list[tuple[str, str, str]], list[str]]:
         """((path, its source's name, what to re-index) for each note of a folder source this workspace
-        sees, the other paths). Trigger: `index NOTES/x.md` registered the file as a new source,
-        listed in `sources` and the instructions. Outcome: re-indexed within its source; a file its
-        source's rules skip (.indexignore), or outside every source, is still a source of its own."""
+        sees and each folder of a project's own source; the other paths). Trigger: `index NOTES/x.md`
+        registered a new source, listed everywhere. A file its source's rules skip stays a source."""
         from vault_index.engine.files.sources import is_note_path, source_of
 
-        seen, names = self._seen(), {p: n for n, p in self.store.source_names().items()}
+        seen, scopes = self._seen(), self.store.source_scopes()
+        names = {p: n for n, p in self.store.source_names().items()}
         folders = [root for _, root in self.store.sources() if seen(root) and Path(root).is_dir()]
         within, rest = [], []
         for raw in paths:
             path = Path(raw).expanduser().resolve()
-            found = source_of(str(path), folders) if path.is_file() else None  # a folder may nest (ADR 0020)
-            if found is not None and is_note_path(found[0], Path(real_path(found[1]))):
+            found = source_of(str(path), folders) if path.exists() else None
+            if found and path.is_dir() and found[0] != Path(real_path(found[1])) and scopes.get(str(found[1])):
+                # synced in its project's source, never a personal one every project sees (walkthrough E)
+                within.append((str(path), names.get(str(found[1]), str(found[1])), str(found[1])))
+            elif found is not None and path.is_file() and is_note_path(found[0], Path(real_path(found[1]))):
                 within.append((str(path), names.get(str(found[1]), str(found[1])), str(path)))
             else:
                 rest.append(raw)

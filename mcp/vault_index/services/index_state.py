@@ -128,6 +128,8 @@ def status(app: App, probe_models: bool = False) -> dict:
     off_reason = None if loaded else ("VAULT_EMBED_MODEL=none turns vector search off"
                                       if app.models.embed_setting.strip().lower() in OFF_SETTINGS
                                       else app.models.embed_error)
+    if off_reason is None and probe_models:  # the terminal's status: a hub model that cannot load here
+        off_reason = _hub_model_absent(app)
     off = off_reason is not None
     found = sources(app, model)
     # Trigger: vectors were counted over the whole index and chunks over this workspace, so
@@ -162,6 +164,23 @@ def _model_notices(app: App) -> list[str]:
     weights: status says it every time (the search surfaces say it once)."""
     notice = setting_notice(app.settings.embed_model)
     return [notice] if notice else []
+
+
+def _hub_model_absent(app: App) -> str | None:
+    """Why a hub model (`BAAI/bge-small-en-v1.5`) cannot load here, without loading it: not in the
+    model cache while the hub is out of reach (walkthrough E: status said "searches are hybrid")."""
+    from vault_index.engine.embedding import models
+
+    setting = app.models.embed_setting.strip()
+    if setting in (models.SHIPPED_MINILM, models.SHIPPED_MINILM_INT8, "auto") or "@" in setting:
+        return None
+    try:
+        spec = models.parse_model_setting(setting, app.models.cache)
+    except Exception:  # noqa: BLE001 - a setting that cannot resolve is reported as embed_error
+        return None
+    if spec is None or not models._absent_offline(spec, app.models.cache):
+        return None
+    return f"embedding model {spec.name} is not in the model cache and the model hub cannot be reached"
 
 
 def _rerank_state(app: App, probe: bool, off: bool = False) -> str:

@@ -51,8 +51,9 @@ TITLE = re.compile(r"^# (?P<number>\d{1,4})(?P<separator>: |\. )(?P<title>\S.*?)
 UNNUMBERED = re.compile(r"^# (?P<title>\S.*?)\s*$")
 SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
 # A record number the agent put in its title (`4. `, `0004: `, `ADR 4: `, `ADR-4 `): the tool numbers
-# the record itself, so it is dropped (it made `# 5. 4. Title`). A bare number needs its `.` or `:`.
-GIVEN_NUMBER = re.compile(r"^(?:adr[ _-]?\d{1,4}\s*[.:-]?|\d{1,4}[.:])(?:\s+|$)", re.IGNORECASE)
+# the record itself, so it is dropped (it made `# 5. 4. Title`). A bare number needs its `.` or `:`, or a
+# leading zero (`0005 Title`: "2024 roadmap" keeps its year).
+GIVEN_NUMBER = re.compile(r"^(?:adr[ _-]?\d{1,4}\s*[.:-]?|\d{1,4}[.:]|0\d{1,3}(?=\s))(?:\s+|$)", re.IGNORECASE)
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
 # A record's field line in the forms series write it: `Date: 2026-02-03`, `* Date: ...`, `- **Date:** ...`
