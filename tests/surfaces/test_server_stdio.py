@@ -235,3 +235,35 @@ def test_graph_tools_and_recall_over_stdio(tmp_path, vault):
 
     assert snapshot(vault) == before
     assert _stat_or_none(DEFAULT_MEMORY_FILE) == home_memory_before
+
+
+def test_a_fresh_project_is_indexed_after_the_handshake_before_any_tool_call(tmp_path):
+    """Walkthrough F: the server indexed a fresh project only at the agent's first tool call, so the
+    first prompt's hook search found nothing (its README held the answer) and the notice "a running
+    server embeds them" was untrue. After the handshake alone, the project's notes are in the index."""
+    import sqlite3
+    import time
+
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    write(project, "README.md", "# Proj\n\n## Run the service locally\n\nRun `make dev` and open port 8080.\n")
+    write(project, "docs/guide.md", "# Guide\n\nThe okapi guide.\n")
+    db = tmp_path / "index.db"
+    env = {k: v for k, v in cli_env(db).items() if k.startswith(("VAULT_", "HF_", "PYTHONPATH", "PATH", "HOME"))}
+    params = StdioServerParameters(command=CLI, args=[], env={**env, "CLAUDE_PROJECT_DIR": str(project)},
+                                   cwd=str(project))
+
+    def indexed() -> set[str]:
+        with sqlite3.connect(db) as conn:
+            return {path for (path,) in conn.execute("SELECT path FROM files")}
+
+    async def session() -> set[str]:
+        with anyio.fail_after(TIMEOUT_S):
+            async with stdio_client(params) as (read, send), ClientSession(read, send) as client:
+                await client.initialize()  # and no tool call at all
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and len(indexed()) < 2:
+                    await anyio.sleep(0.2)
+                return indexed()
+
+    assert anyio.run(session) == {str(project / "README.md"), str(project / "docs" / "guide.md")}

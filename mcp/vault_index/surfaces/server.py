@@ -73,6 +73,10 @@ def serve_stdio(memory_file: str | Path | None = None, watch: bool = False, role
 
         def after_handshake() -> None:
             tc = register()
+            # Trigger: a fresh project was indexed only at the agent's first tool call, so the first
+            # prompt's hook found nothing and "a running server embeds them" was untrue (walkthrough
+            # F). Outcome: the project is adopted now, on a thread; a first call waits for it.
+            threading.Thread(target=tc.adopt, daemon=True, name="adopt-at-start").start()
             started["edits"] = listen_for_edits(app, tc)
             if watch:  # its own connection on its own thread; shares the (lazily loaded) models
                 from vault_index.services.watch import start_in_background
