@@ -112,3 +112,20 @@ def test_a_question_to_the_notes_is_not_taken_for_the_code_at_hand(prompt):
     from vault_index.services.prompt_form import at_hand
 
     assert at_hand(prompt) == ""
+
+
+def test_notes_injected_while_vectors_wait_say_they_were_ranked_by_keywords(tmp_path, open_app):
+    """Walkthrough G: with none of a fresh project's chunks embedded, the hook injected "confidence
+    0.94" and said nothing of what was pending, where search_notes named it."""
+    from vault_index.engine import indexer
+
+    root = tmp_path / "fresh"
+    for n in range(3):
+        write(root, f"pump-{n}.md", f"# Pump {n}\n\n## Relay\n\nPump relay float switch note {n}.\n")
+    app = open_app(FakeEmbedder())
+    indexer.sync(app.store, app.models, [str(root)], embed=False)  # keyword-indexed, vectors to come
+    waiting = prompt_recall.select(app, "pump relay float switch")
+    assert waiting.notes and "some notes still wait for vectors, ranked by keywords alone" in waiting.text
+    app.index([str(root)])
+    done = prompt_recall.select(app, "pump relay float switch")
+    assert done.notes and "wait for vectors" not in done.text

@@ -119,18 +119,22 @@ def select(app: App, prompt: str, already: set[str] | frozenset[str] = frozenset
     root = root or app.workspace.root or _project()
     notes = tuple(Recalled(hit.path, _display(hit.path, root), hit.line_start, hit.heading, _lines(hit.snippet))
                   for hit in fresh)
-    kept, text = render(notes, result.confidence)
+    # as search says it: chunks still waiting for vectors were ranked by their keywords alone (walkthrough G)
+    pending = any(n.startswith("keyword-only") or " no vector" in n for n in result.notices)
+    kept, text = render(notes, result.confidence, pending)
     return Injection(kept, text, tokens(text), **base)
 
 
-def render(notes: tuple[Recalled, ...], confidence: float | None) -> tuple[tuple[Recalled, ...], str]:
+def render(notes: tuple[Recalled, ...], confidence: float | None,
+           pending: bool = False) -> tuple[tuple[Recalled, ...], str]:
     """(the notes that fit, the additionalContext), within MAX_TOKENS: a note that does not fit whole
     is cut to what is left, and one with no room left for a snippet is dropped."""
     # the confidence is the first note's (the one it judges); the others are only the next nearest
     sure = (f"confidence {confidence:.2f} for the first" + ("; the others are the next nearest" if len(notes) > 1
             else "") + "; ") if confidence is not None else ""
-    head = (f"vault-index: notes that may answer this prompt ({sure}open one with get_note before relying "
-            "on it):")
+    waiting = "some notes still wait for vectors, ranked by keywords alone; " if pending else ""
+    head = (f"vault-index: notes that may answer this prompt ({sure}{waiting}open one with get_note before "
+            "relying on it):")
     budget = MAX_TOKENS * 4
     lines, kept = [head], []
     for note in notes:
