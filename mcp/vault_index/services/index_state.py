@@ -172,7 +172,7 @@ def _hub_model_absent(app: App) -> str | None:
     from vault_index.engine.embedding import models
 
     setting = app.models.embed_setting.strip()
-    if setting in (models.SHIPPED_MINILM, models.SHIPPED_MINILM_INT8, "auto") or "@" in setting:
+    if setting in models.SHIPPED_SETTINGS or "@" in setting:
         return None
     try:
         spec = models.parse_model_setting(setting, app.models.cache)

@@ -55,6 +55,7 @@ SHIPPED_MINILM_BASE = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED_MINILM = "shipped:minilm"  # fp32 weights: the default, measured by the eval suite
 SHIPPED_MINILM_INT8 = "shipped:minilm-int8"
 MEASURED_SETTINGS = (SHIPPED_MINILM, "auto")  # what the eval suite's baselines were measured with
+SHIPPED_SETTINGS = (*MEASURED_SETTINGS, SHIPPED_MINILM_INT8)  # the settings that run the shipped MiniLM
 # The shipped tokenizer.json truncates and pads to a fixed 128 tokens: chunks past 128 tokens
 # would be cut silently (cosine to the reference falls to about 0.62). MiniLM reads 256.
 SHIPPED_MINILM_MAX_TOKENS = 256
@@ -424,7 +425,7 @@ class Models:
         """
         with self._lock:
             if not load and self._embedder is None:  # the package's own copy: no weights are prepared
-                if self.embed_setting.strip() not in (SHIPPED_MINILM, SHIPPED_MINILM_INT8, "auto"):
+                if self.embed_setting.strip() not in SHIPPED_SETTINGS:
                     return None
                 return TokenCounter(SHIPPED_TOKENIZER).count_tokens, SHIPPED_MINILM_MAX_TOKENS  # as prepared
             if not self._embed_tried:
