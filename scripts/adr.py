@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write and check decision records in docs/adr/ (or the series the project already has).
 
-    adr.py new "Title" --context .. --options .. --decision .. [--status S] [--relates NAME ...]
+    adr.py new "Title" --context .. --options .. --decision .. [--consequences ..] [--status S] [--relates NAME ...]
     adr.py check
 
 `new` writes docs/adr/NNNN-slug.md with the next number (never overwriting), prints its path,
@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--context", required=True, help="the problem and its forces ('-' reads stdin)")
     new.add_argument("--options", required=True, help="the options and what was measured ('-' reads stdin)")
     new.add_argument("--decision", required=True, help="what was chosen, when to revisit ('-' reads stdin)")
+    new.add_argument("--consequences", help="what gets easier or harder; needed where the series' records have "
+                     "such a section ('-' reads stdin)")
     new.add_argument("--status", default="accepted", choices=adr.STATUSES)
     new.add_argument("--relates", nargs="+", default=[], metavar="NAME", help="graph entities this decides")
     new.add_argument("--memory-file", help="the memory graph file")
@@ -59,17 +61,18 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "check":
         return report(adr.check_adrs(folder), f"{folder}: decision records well formed")
     stdin: list[str] = []
-    if [args.context, args.options, args.decision].count("-") > 1:
+    given = [args.context, args.options, args.decision, args.consequences]
+    if given.count("-") > 1:
         raise UsageError("only one section can be read from stdin ('-')")
-    sections = [_text(value, stdin) for value in (args.context, args.options, args.decision)]
+    *sections, consequences = [_text(value, stdin) if value is not None else None for value in given]
     memory = None
     if not args.no_graph:
         memory = Path(args.memory_file).expanduser() if args.memory_file else Settings.from_env().memory_file
     from vault_index.services.writes.write import require_ok
 
     with open_writer(folder / "0000.md") as writer:
-        outcome = adr.record(folder, args.title, *sections, status=args.status, writer=writer, memory_file=memory,
-                             relates_to=args.relates)
+        outcome = adr.record(folder, args.title, *sections, status=args.status, consequences=consequences,
+                             writer=writer, memory_file=memory, relates_to=args.relates)
     print(require_ok(outcome).result["path"])
     # The record is written: a graph that could not be linked is a notice, never a failure to retry.
     say_notices("adr.py", outcome)

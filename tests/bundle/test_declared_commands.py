@@ -143,7 +143,8 @@ async def drive_server(params: StdioServerParameters, proj: Path, hooks: dict, e
             seen["adr"] = await call(session, "adr_create", {
                 "title": "Solar panel for the garden sensor",
                 "context": "AA cells last nine weeks", "options": "bigger cells; a 1 W solar panel",
-                "decision": "fit the solar panel", "relates_to": ["Garden sensor"]})
+                "decision": "fit the solar panel", "consequences": "the sensor needs a sunny spot",
+                "relates_to": ["Garden sensor"]})
 
             # Claude's Write tool changes the note, then Claude Code runs the PostToolUse hooks.
             new_text = note.read_text() + "\n## Upgrade\n\nA pangolin solar panel now charges the cells.\n"
@@ -182,7 +183,8 @@ def check_session(seen: dict, proj: Path) -> None:
     garden = [h for h in hits if h["path"].endswith("garden.md")]
     assert garden and "pangolin" in garden[0]["snippet"].lower(), hits
     assert (proj / "docs" / "lessons.md").is_file()
-    assert list((proj / "docs" / "adr").glob("0001-*.md"))
+    [record] = (proj / "docs" / "adr").glob("0001-*.md")
+    assert record.read_text().endswith("## Consequences\n\nthe sensor needs a sunny spot\n")
 
 
 def run_all_hooks(hooks: dict, env: dict, proj: Path, transcript: Path) -> dict[str, list]:

@@ -256,7 +256,8 @@ def test_a_record_dates_itself_as_the_series_it_continues_does(tmp_path, templat
     assert lines[status + 1] == dated[0] if template is MADR and lead != "Date: " else "" in lines[1:status]
     context = "## Context" if template is NYGARD else "## Context and Problem Statement"  # the series' name
     assert [line for line in lines if line.startswith("## ") and line != said] == [
-        context, "## Options measured", "## Decision"]  # ours where the series has no options or decision
+        context, "## Decision"]  # ours where the series has no decision; no options section it lacks
+    assert lines[lines.index("### Options considered") + 2] == "- flock"  # the options close its context
     assert lines[0] == "# 4. Queue the imports" and adr.entity_name(folder / "0004-queue-the-imports.md")
 
 
@@ -298,3 +299,65 @@ def test_a_title_that_only_begins_with_a_number_keeps_it(tmp_path, title):
 def test_a_title_that_is_only_a_number_is_empty(tmp_path):
     with pytest.raises(UsageError, match="empty"):
         adr.create(tmp_path / "adr", "ADR 4:", **SECTIONS)
+
+
+# adr-tools as `adr new` writes it: Context, Decision, Consequences; no options section
+ADR_TOOLS = ("# {n}. Record {n}\n\nDate: 2026-02-0{n}\n\n## Status\n\nAccepted\n\n## Context\n\nc\n\n"
+             "## Decision\n\nd\n\n## Consequences\n\nq\n")
+
+
+def test_a_record_in_an_adr_tools_series_has_its_consequences_and_no_options_section(tmp_path):
+    """Walkthrough G: a record in an adr-tools series got `## Options measured` and no `## Consequences`."""
+    folder = tmp_path / "project" / "doc" / "adr"
+    for number in (1, 2):
+        write(folder, f"{number:04d}-record-{number}.md", ADR_TOOLS.format(n=number))
+    with pytest.raises(UsageError, match=r"'## Consequences' section \(0002-record-2.md\); give consequences"):
+        adr.create(folder, "Queue the imports", **SECTIONS)
+    assert sorted(p.name for p in folder.iterdir()) == ["0001-record-1.md", "0002-record-2.md"]  # nothing written
+    path = adr.create(folder, "Queue the imports", **SECTIONS, consequences="Imports wait in line.")
+    lines = path.read_text().split("\n")
+    assert [line for line in lines if line.startswith("#")] == [
+        "# 3. Queue the imports", "## Status", "## Context", "### Options considered", "## Decision",
+        "## Consequences"]
+    assert lines[-2] == "Imports wait in line." and lines[lines.index("## Decision") + 2] == SECTIONS["decision"]
+    assert adr.check_adrs(folder) == []  # the series' own records need no options section either
+    write(folder, "0004-bare.md", "# 4. Bare\n\n## Status\n\nAccepted\n\n## Decision\n\nd\n")
+    assert adr.check_adrs(folder) == [f"{folder / '0004-bare.md'}: missing section '## Context'"]
+
+
+def test_consequences_go_where_the_series_keeps_them_and_after_the_decision_in_ours(tmp_path):
+    madr = tmp_path / "madr"  # MADR 3: `### Consequences` inside `## Decision Outcome`
+    write(madr, "0001-first.md", UNNUMBERED.format(n=1) + "\n### Consequences\n\n* Good, because q\n\n"
+          "## More Information\n\nm\n")
+    lines = adr.create(madr, "Second", **SECTIONS, consequences="Good, because it waits.").read_text().split("\n")
+    assert [line for line in lines if line.startswith("#")] == [
+        "# Second", "## Context and Problem Statement", "## Considered Options", "## Decision Outcome",
+        "### Consequences"]
+    ours = tmp_path / "ours"
+    write(ours, "0001-first.md", GOOD.format(n="0001"))
+    text = adr.create(ours, "Second", **SECTIONS, consequences="Two writers wait.").read_text()
+    assert text.endswith("## Decision\n\nflock where it exists.\n\n## Consequences\n\nTwo writers wait.\n")
+    assert "Consequences" not in adr.create(ours, "Third", **SECTIONS).read_text()  # optional in ours
+    assert adr.check_adrs(ours) == []
+
+
+# MADR 4: status and date in YAML frontmatter, a blank line, then `# Title`
+MADR4 = ("---\nstatus: accepted\ndate: 2026-01-0{n}\ndecision-makers: Ann\n---\n\n# Record {n}\n\n"
+         "## Context and Problem Statement\n\nc\n\n## Considered Options\n\n* a\n\n## Decision Outcome\n\nd\n")
+
+
+def test_a_record_in_a_madr_4_series_says_its_status_and_date_in_frontmatter(tmp_path):
+    import datetime as dt
+
+    folder = tmp_path / "docs" / "decisions"
+    for number in (1, 2):
+        write(folder, f"{number:04d}-record-{number}.md", MADR4.format(n=number))
+    path = adr.create(folder, "Queue the imports", **SECTIONS, status="proposed")
+    text = path.read_text()
+    assert text.startswith(f"---\nstatus: proposed\ndate: {dt.date.today():%Y-%m-%d}\n---\n\n# Queue the imports\n\n"
+                           "## Context and Problem Statement\n"), text[:120]
+    assert "Status:" not in text and adr.entity_name(path) == "ADR 0003: Queue the imports"
+    assert adr.check_adrs(folder) == [] and not adr.is_own_series(folder)
+    write(folder, "0004-odd.md", MADR4.format(n=4).replace("status: accepted", "status: maybe"))
+    assert adr.check_adrs(folder) == [f"{folder / '0004-odd.md'}: status 'maybe' is not one of "
+                                      f"{', '.join(adr.STATUSES)}"]

@@ -162,7 +162,9 @@ def start_server(app: App, memory_file: str | Path | None = None, caller_factory
         tc = ToolContext(app, memory_file, caller_factory, vaults)
         bound = {}
         for fn, hints in TOOLS:
-            bound[fn.__name__] = server.tool(annotations=hints, structured_output=True)(bind(fn, tc))
+            # the docstring on one line: its indentation was tokens the model read every turn
+            bound[fn.__name__] = server.tool(annotations=hints, structured_output=True,
+                                             description=" ".join((fn.__doc__ or "").split()))(bind(fn, tc))
             taken[fn.__name__] = frozenset(inspect.signature(fn).parameters) - {"tc", "ctx"}
         # prompts and resources for every host (surfaces/prompts.py, surfaces/resources.py); a note
         # resource is read by the get_note tool above, so it answers what get_note answers

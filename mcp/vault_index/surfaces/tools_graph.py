@@ -109,8 +109,8 @@ def recall(
     paraphrases: Paraphrases = [],  # noqa: B006
     hypothetical: Hypothetical = "",
 ) -> RecallOut:
-    """Search notes, lessons (lessons.md) and the memory graph at once; cite the paths. For any
-        question about past work, pass keywords and a hypothetical answer too (as in search_notes)."""
+    """Search notes, lessons (lessons.md) and the memory graph at once; cite the paths. Pass keywords
+        and a hypothetical answer too, as to search_notes."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     subs = tc.call(sub_queries, keywords, paraphrases, hypothetical)

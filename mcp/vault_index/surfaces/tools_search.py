@@ -62,8 +62,8 @@ def search_notes(
     why: Annotated[str | None, Field(max_length=4096, description="a note path: why it ranks where it does")] = None,
 ) -> SearchOut:
     """Search the notes (hybrid keyword + vector): one hit per note (path, heading, lines, snippet,
-        decay, other matched sections). For any question about past work, also pass keywords (the
-        notes' likely terms) and a hypothetical answer (a sentence as a note might say it)."""
+        decay, other matched sections). For any question about past work, also pass keywords and a
+        hypothetical answer."""
     vault, caller, scope = tc.who(ctx)
     tc.need_read(scope, caller)
     filters = granted_filters(Filters(path_prefix, tuple(tags or ()), status, collection), scope)

@@ -83,6 +83,8 @@ def adr_create(
     options: Annotated[Section, Field(description="options considered, with measurements")],
     decision: Annotated[Section, Field(description="what was chosen, when to revisit")],
     ctx: Context,
+    consequences: Annotated[str, Field(max_length=adr.MAX_SECTION_CHARS,
+                                       description="what gets easier or harder")] = "",
     status: AdrStatus = "accepted",
     relates_to: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]] | None,
                           Field(max_length=20, description="graph entities it decides")] = None,
@@ -91,7 +93,8 @@ def adr_create(
     """Write the next decision record (docs/adr/NNNN-slug.md, or the project's own series) and link it in the graph."""
     vault, caller, scope = tc.who(ctx)
     outcome = tc.call(partial(adr.record, writer=tc.writer_for(vault), caller=caller, memory_file=tc.memory_file,
-                           relates_to=relates_to or [], roots=tc.graph_roots(), request_id=request_id),
+                           relates_to=relates_to or [], roots=tc.graph_roots(), request_id=request_id,
+                           consequences=consequences),
                    adr_folder(vault), title, context, options, decision, status, guard=tc.lock)
     require_written(outcome)
     result = outcome.result or {}

@@ -1,11 +1,12 @@
 """Decision records: numbered markdown files, written once, checked, linked in the graph.
 
-    docs/adr/0003-short-slug.md         (or the series the project already has: see `series_folder`)
+    docs/adr/0003-short-slug.md         (or the series the project already has, in its form: adr_series)
     # 0003: Title
     Status: accepted                    (optional)
     ## Context
     ## Options measured                 (or ## Options)
     ## Decision
+    ## Consequences                     (optional)
 
 A record is never overwritten: a changed decision gets a new record that says what it replaces.
 Records are written through the write service (`update_file`, exclusive): a docs/adr that is a
@@ -22,6 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.errors import UsageError
+from vault_index.services.curation import adr_series as series
+from vault_index.services.curation.adr_series import LAYOUTS, NUMBERED, TITLE, UNNUMBERED, series_folder
+
+__all__ = ["LAYOUTS", "STATUSES", "check_adrs", "create", "entity_name", "is_own_series", "link_adr", "record",
+           "series_folder"]
 from vault_index.services.graph import graph
 from vault_index.services.vault.text import unsafe_char
 
@@ -33,33 +39,13 @@ MAX_TITLE_CHARS = 150  # "ADR NNNN: " + title stays within the graph's name limi
 MAX_SECTION_CHARS = 20_000
 MAX_SLUG_CHARS = 60
 MAX_NUMBER_TRIES = 50  # another writer took the number we picked: try the next one, this many times
-SECTIONS = (("Context",), ("Options measured", "Options"), ("Decision",))
-# Our three parts, by the word a series' heading for each holds (MADR: `## Considered Options`)
-PARTS = (("context", "Context"), ("option", "Options measured"), ("decision", "Decision"))
-
-# Where projects keep their records, most common first. A project that already has a series in one
-# of them gets its next record there: a second series in docs/adr beside docs/decisions/0001-0003
-# splits the project's decisions in two (issue 39).
-LAYOUTS = ("docs/adr", "docs/decisions", "doc/adr", "adr", "docs/architecture/decisions")
-DEFAULT_WIDTH = 4  # 0001-...; a series numbered 001-... keeps its three digits
-
 FILE_NAME = re.compile(r"^(?P<number>\d{3,4})-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
-NUMBERED = re.compile(r"^(?P<number>\d{3,4})-")
-# `# 0004: Title` (ours) or `# 4. Title` (adr-tools, MADR): a series keeps the form it has
-TITLE = re.compile(r"^# (?P<number>\d{1,4})(?P<separator>: |\. )(?P<title>\S.*?)\s*$")
-# `# Title` with no number (MADR): the number is the file name's
-UNNUMBERED = re.compile(r"^# (?P<title>\S.*?)\s*$")
-SECTION = re.compile(r"^## (?P<name>.+?)\s*$")
 # A record number the agent put in its title (`4. `, `0004: `, `ADR 4: `, `ADR-4 `): the tool numbers
 # the record itself, so it is dropped (it made `# 5. 4. Title`). A bare number needs its `.` or `:`, or a
 # leading zero (`0005 Title`: "2024 roadmap" keeps its year).
 GIVEN_NUMBER = re.compile(r"^(?:adr[ _-]?\d{1,4}\s*[.:-]?|\d{1,4}[.:]|0\d{1,3}(?=\s))(?:\s+|$)", re.IGNORECASE)
 STATUS = re.compile(r"^Status:\s*(?P<status>.*?)\s*$", re.IGNORECASE)
 TOP_HEADING = re.compile(r"^#{1,2} ", re.MULTILINE)
-# A record's field line in the forms series write it: `Date: 2026-02-03`, `* Date: ...`, `- **Date:** ...`
-FIELD_LINE = re.compile(r"^(?P<lead>[ ]{0,3}(?:[*+-][ \t]+)?(?P<strong>\*\*|__)?(?P<name>date|status)"
-                        r"(?::(?P=strong)|(?P=strong):|:)[ \t]*)\S", re.IGNORECASE)
-LIST_ITEM = re.compile(r"^[ ]{0,3}[*+-][ \t]")
 NOT_RECORDS = {"readme.md", "template.md"}
 
 
@@ -67,100 +53,6 @@ def slugify(title: str) -> str:
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
     return slug[:MAX_SLUG_CHARS].rstrip("-") or "decision"
-
-
-def _numbered(folder: Path) -> list[str]:
-    """The number of each record in `folder`, as written (`0003`, `003`)."""
-    return [m["number"] for p in folder.glob("*.md") if (m := NUMBERED.match(p.name))] if folder.is_dir() else []
-
-
-def series_folder(root: str | Path) -> Path:
-    """The folder a project's next record goes in: the layout in LAYOUTS that already holds the most
-    numbered records (the first such layout on a tie), else docs/adr."""
-    root = Path(root)
-    counts = [(len(_numbered(root / layout)), -i, layout) for i, layout in enumerate(LAYOUTS)]
-    count, _, layout = max(counts)
-    return root / (layout if count else LAYOUTS[0])
-
-
-def number_width(folder: str | Path) -> int:
-    """How many digits the series in `folder` writes (the widest it has), DEFAULT_WIDTH for a new one."""
-    return max((len(n) for n in _numbered(Path(folder))), default=DEFAULT_WIDTH)
-
-
-def next_number(folder: str | Path) -> int:
-    return max((int(n) for n in _numbered(Path(folder))), default=0) + 1
-
-
-def _newest(folder: str | Path) -> tuple[Path | None, list[str]]:
-    """The series' newest record (highest number) and its lines; (None, []) for none or unreadable."""
-    newest = max(((int(m["number"]), p) for p in Path(folder).glob("*.md") if (m := NUMBERED.match(p.name))),
-                 default=None) if Path(folder).is_dir() else None
-    try:
-        return (newest[1], newest[1].read_text(encoding="utf-8").split("\n")) if newest else (None, [])
-    except (OSError, UnicodeDecodeError):
-        return None, []
-
-
-def title_form(folder: str | Path) -> tuple[str, bool]:
-    """(separator, zero-padded) of the newest record's first line: `# 4. Title` gives (". ", False);
-    `# Title` with no number gives ("", False); ours, `# 0004: Title`, for a new series or another form."""
-    path, lines = _newest(folder)
-    match = TITLE.match(lines[0]) if lines else None
-    if match is None:
-        return ("", False) if lines and UNNUMBERED.match(lines[0]) else (": ", True)
-    return match["separator"], len(match["number"]) == len(NUMBERED.match(path.name)["number"])
-
-
-def date_form(folder: str | Path) -> tuple[str, bool] | None:
-    """(the lead of the newest record's date line, whether it comes after the status), or None when
-    it has none (ours has none). Read above its first section other than `## Status`, where
-    adr-tools (`Date:` above `## Status`) and MADR (`* Date:` below `* Status:`) put it."""
-    _, lines = _newest(folder)
-    status_at = date = None
-    for at, line in enumerate(lines[1:], 1):
-        if (section := SECTION.match(line)) and section["name"].lower() != "status":
-            break
-        field = FIELD_LINE.match(line)
-        if section or (field and field["name"].lower() == "status"):
-            status_at = at if status_at is None else status_at
-        elif field and date is None:
-            date = (field["lead"], status_at is not None)
-    return date
-
-
-def status_form(folder: str | Path) -> str:
-    """How the newest record says its status: "## Status" (adr-tools: a section holding "Accepted"),
-    a field's lead as it writes it (`* Status: `, MADR), or ours, `Status: `."""
-    _, lines = _newest(folder)
-    for line in lines[1:]:
-        if section := SECTION.match(line):
-            if section["name"].lower() == "status":
-                return "## Status"
-            break
-        if (field := FIELD_LINE.match(line)) and field["name"].lower() == "status":
-            return field["lead"]
-    return "Status: "
-
-
-def section_names(folder: str | Path) -> tuple[str, str, str]:
-    """The headings of our three parts as the newest record names them (`## Context and Problem
-    Statement`, `## Considered Options`, `## Decision Outcome`); ours for a part it lacks or in our form."""
-    _, lines = _newest(folder)
-    if not lines or ((title := TITLE.match(lines[0])) and title["separator"] == ": "):
-        return PARTS[0][1], PARTS[1][1], PARTS[2][1]
-    return _parts([m["name"] for line in lines[1:] if (m := SECTION.match(line))])
-
-
-def _parts(headings: list[str]) -> tuple[str, str, str]:
-    """For each part, the first heading holding its word after the previous part's heading (MADR's
-    `## Decision Drivers` comes before its options, its `## Decision Outcome` after); ours if none."""
-    found, after = [], 0
-    for word, ours in PARTS:
-        at = next((i for i in range(after, len(headings)) if word in headings[i].lower()), None)
-        found.append(ours if at is None else headings[at])
-        after = after if at is None else at + 1
-    return found[0], found[1], found[2]
 
 
 def is_own_series(folder: str | Path) -> bool:
@@ -173,25 +65,27 @@ def is_own_series(folder: str | Path) -> bool:
             first = path.read_text(encoding="utf-8").split("\n", 1)[0]
         except (OSError, UnicodeDecodeError):
             continue  # check_adrs says so, in a series of ours
-        match = TITLE.match(first)
+        match = TITLE.match(first)  # ours has no frontmatter: a `---` first line is a team's (MADR 4)
         if match is None or match["separator"] != ": ":
             return False
     return True
 
 
 def create(folder: str | Path, title: str, context: str, options: str, decision: str,
-           status: str = "accepted", **write) -> Path:
+           status: str = "accepted", consequences: str | None = None, **write) -> Path:
     """Write <folder>/NNNN-slug.md with the next free number; returns its path (raises if refused)."""
     from vault_index.services.writes.write import require_ok
 
-    return Path(require_ok(record(folder, title, context, options, decision, status, **write)).result["path"])
+    outcome = record(folder, title, context, options, decision, status, consequences=consequences, **write)
+    return Path(require_ok(outcome).result["path"])
 
 
 def record(folder: str | Path, title: str, context: str, options: str, decision: str, status: str = "accepted", *,
-           writer: WriteService | None = None, caller: Caller | None = None, request_id: str | None = None,
-           memory_file: str | Path | None = None, relates_to: list[str] | None = None,
-           roots: Sequence[str | Path] | None = None) -> WriteOutcome:
-    """Write the next record as a write outcome; with `memory_file`, link it in the graph as a late stage.
+           consequences: str | None = None, writer: WriteService | None = None, caller: Caller | None = None,
+           request_id: str | None = None, memory_file: str | Path | None = None,
+           relates_to: list[str] | None = None, roots: Sequence[str | Path] | None = None) -> WriteOutcome:
+    """Write the next record, in the form of the series it continues (adr_series), as a write outcome;
+    with `memory_file`, link it in the graph as a late stage.
 
     result: {"path", "number", and with a memory file "entity", "related", "missing"}. A record is
     created exclusively: when another writer took the number first, the next number is tried.
@@ -202,8 +96,14 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
     title = _title(title)
     if status not in STATUSES:
         raise UsageError(f"status {status!r} is not one of {', '.join(STATUSES)}")
-    bodies = [_section(name, text) for name, text in
-              (("context", context), ("options", options), ("decision", decision))]
+    parts = {name: _section(name, text) for name, text in
+             (("context", context), ("options", options), ("decision", decision))}
+    form = series.read_form(folder)
+    if consequences is not None and consequences.strip():
+        parts["consequences"] = _section("consequences", consequences)
+    elif heading := dict(form.sections).get("consequences"):
+        raise UsageError(f"the records of {folder} have a '{heading}' section ({form.newest}); give consequences: "
+                         "what becomes easier or harder because of this decision")
     writer = writer or writer_for_file(folder / "0000.md")
     caller = caller or Caller.local(writer.vault)
     linked: dict = {}
@@ -213,47 +113,20 @@ def record(folder: str | Path, title: str, context: str, options: str, decision:
             linked.update(link_adr(memory_file, path, relates_to or [], roots=roots))
         followups.append(("linked in the memory graph", link))
     outcome = None
-    width, form, dated, said = number_width(folder), title_form(folder), date_form(folder), status_form(folder)
-    headings = section_names(folder)
-    if dated:  # the series dates its records: this one says today's date, in the series' form and place
-        dated = (f"{dated[0]}{writer.clock():%Y-%m-%d}", dated[1])
     for _ in range(MAX_NUMBER_TRIES):
-        number = next_number(folder)
+        number = series.next_number(folder)
         if number > 9999:
             raise UsageError(f"{folder} already holds record 9999; start a new folder")
-        path = folder / f"{number:0{width}d}-{slugify(title)}.md"
-        text = render(number, title, *bodies, status=status, width=width, form=form, dated=dated, said=said,
-                      headings=headings)
+        path = folder / f"{number:0{form.width}d}-{slugify(title)}.md"
+        text = series.render(number, title, parts, status, form, f"{writer.clock():%Y-%m-%d}")
         outcome = writer.update_file(
-            caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{width}d}: {title}",
+            caller, str(path), lambda _old, text=text: text, why=f"ADR {number:0{form.width}d}: {title}",
             request_id=request_id,
             exclusive=True, followups=followups, operation="adr",
             result=lambda path=path, number=number: {"path": str(path), "number": number, **linked})
         if outcome.status != "stale":
             return outcome
     return outcome
-
-
-def render(number: int, title: str, context: str, options: str, decision: str, status: str = "accepted",
-           width: int = DEFAULT_WIDTH, form: tuple[str, bool] = (": ", True),
-           dated: tuple[str, bool] | None = None, said: str = "Status: ",
-           headings: Sequence[str] = (PARTS[0][1], PARTS[1][1], PARTS[2][1])) -> str:
-    """The record's text; `form` (title_form): the first line's separator ("" for no number) and whether
-    its number is padded; `dated`: (the date line, whether it follows the status line), as the series
-    writes it; ours has none; `said` (status_form): how the series says a status; `headings`
-    (section_names): the names of the context, options and decision sections."""
-    separator, padded = form
-    shown = "" if not separator else f"{number:0{width}d}" if padded else str(number)
-    stated = f"## Status\n\n{status.capitalize()}" if said == "## Status" else f"{said}{status}"
-    head = [f"# {shown}{separator}{title}", stated]
-    if dated:
-        if LIST_ITEM.match(dated[0]) and LIST_ITEM.match(stated):  # one list (MADR): consecutive lines
-            head[1] = f"{stated}\n{dated[0]}" if dated[1] else f"{dated[0]}\n{stated}"
-        else:  # adr-tools: `Date:` a paragraph of its own above `## Status`
-            head.insert(2 if dated[1] else 1, dated[0])
-    parts = zip(headings, (context, options, decision), strict=True)
-    body = "".join(f"\n\n## {name}\n\n{text}" for name, text in parts)
-    return "\n\n".join(head) + body + "\n"
 
 
 def _title(title: str) -> str:
@@ -314,7 +187,7 @@ def check_adrs(folder: str | Path) -> list[str]:
 
 def _record_problems(path: Path, numbered: re.Match | None) -> list[str]:
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # as written; read_text turns \r\n into \n
+        fields, lines = series.split(path.read_text(encoding="utf-8"))  # lines from the title on (MADR 4)
     except (OSError, UnicodeDecodeError) as exc:
         return [f"cannot be read as UTF-8 text ({exc})"]
     found = []
@@ -323,29 +196,38 @@ def _record_problems(path: Path, numbered: re.Match | None) -> list[str]:
         found.append("first line must be '# NNNN: Title' (or the series' '# N. Title' or '# Title')")
     elif title and numbered and int(title["number"]) != int(numbered["number"]):
         found.append(f"title says {title['number']} but the file name says {numbered['number']}")
+    said = [str(value) for key, value in (fields or {}).items() if str(key).lower() == "status"]
     sections: dict[str, list[str]] = {}  # lines under each heading, as named
     current = None
     for line in lines[1:]:
-        if match := SECTION.match(line):
+        if match := series.SECTION.match(line):
             current = match["name"]
             sections.setdefault(current, [])
         elif current is not None:
             sections[current].append(line)
-        elif (status := STATUS.match(line)) and status["status"].split(" ")[0].lower() not in STATUSES:
-            found.append(f"status {status['status']!r} is not one of {', '.join(STATUSES)}")
-    # a part's section by the word its heading holds, as adr_create names them (section_names)
-    for names, present in zip(SECTIONS, _parts(list(sections)), strict=True):
+        elif status := STATUS.match(line):
+            said.append(status["status"])
+    found += [f"status {text!r} is not one of {', '.join(STATUSES)}" for text in said
+              if (text.split(" ") or [""])[0].lower() not in STATUSES]
+    # each part by the word its heading holds, as adr_create names them; a team's series (adr-tools)
+    # may have no options section: required in ours (`# NNNN: Title`) only
+    named = dict(series.read_sections(lines))
+    required = ("context", "options", "decision") if title and title["separator"] == ": " else ("context", "decision")
+    for part in required:
+        present = named[part][3:] if named.get(part, "").startswith("## ") else None
+        ours = dict(series.OURS)[part][3:]
         if present not in sections:
-            found.append(f"missing section '## {names[0]}'")
+            found.append(f"missing section '## {ours}'")
         elif not any(line.strip() for line in sections[present]):
             found.append(f"section '## {present}' is empty")
     return found
 
 
 def entity_name(path: str | Path) -> str:
-    """The graph name of a record: 'ADR 0003: Title', read from its first line (the number from the
+    """The graph name of a record: 'ADR 0003: Title', read from its title line (the number from the
     file name, as written, for MADR's `# Title`)."""
-    first = Path(path).read_text(encoding="utf-8").split("\n", 1)[0]
+    _, lines = series.split(Path(path).read_text(encoding="utf-8"))
+    first = lines[0] if lines else ""
     match = TITLE.match(first)
     if match:
         return f"ADR {match['number']}: {match['title']}"
