@@ -211,3 +211,20 @@ def test_a_terminal_zero_columns_wide_gets_plain_progress_lines(columns):
             shown += reader.read(4096).decode()
     if not columns:
         assert shown.splitlines()[0] == "embed: 0/419 chunks, started" and "419/419 chunks (100%)" in shown
+
+
+def test_the_line_after_a_search_adopts_a_project_says_what_it_indexed_and_embedded(capsys):
+    """Walkthrough G: a piped first search ended "indexed 51 notes of the project; embedded 201 chunks
+    waiting for vectors", which reads as if they still waited."""
+    from types import SimpleNamespace
+
+    from vault_index.surfaces.cli_common import adopt
+
+    report = SimpleNamespace(indexed=51, chunks_embedded=201)
+    app = SimpleNamespace(adopt_workspace=lambda progress, embed: report,
+                          workspace=SimpleNamespace(describe=lambda: "the project"))
+    adopt(app, argparse.Namespace(silent=False))
+    assert capsys.readouterr().err.splitlines()[-1] == "indexed 51 notes of the project; embedded 201 chunks"
+    report.chunks_embedded = 0
+    adopt(app, argparse.Namespace(silent=False))
+    assert capsys.readouterr().err.splitlines()[-1] == "indexed 51 notes of the project"
