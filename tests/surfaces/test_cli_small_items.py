@@ -228,3 +228,11 @@ def test_the_line_after_a_search_adopts_a_project_says_what_it_indexed_and_embed
     report.chunks_embedded = 0
     adopt(app, argparse.Namespace(silent=False))
     assert capsys.readouterr().err.splitlines()[-1] == "indexed 51 notes of the project"
+
+
+def test_the_also_line_names_a_section_split_in_parts_once():
+    from vault_index.surfaces.cli_common import also_line
+
+    also = [{"heading": "Setup", "line_start": 12, "line_end": 20}, {"heading": "", "line_start": 1, "line_end": 4},
+            {"heading": "Setup", "line_start": 41, "line_end": 50}]
+    assert also_line(also, 5) == "also: Setup 12-20, 41-50; (top) 1-4 (+2 more)"

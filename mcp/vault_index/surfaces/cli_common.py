@@ -129,9 +129,12 @@ def _say(args, message: str) -> None:
 
 
 def also_line(also: list[dict], more: int) -> str:
-    """A per-note hit's other matched sections in one line: `also: Setup 12-20; Usage 31-40 (+2 more)`."""
-    named = "; ".join(f"{section['heading'] or '(top)'} {section['line_start']}-{section['line_end']}"
-                      for section in also)
+    """A per-note hit's other matched sections in one line: `also: Setup 12-20, 41-50; Usage 31-40 (+2 more)`.
+    Parts of one long section share its heading (walkthrough G: `Setup 12-20; Setup 41-50`)."""
+    ranges: dict[str, list[str]] = {}
+    for section in also:
+        ranges.setdefault(section["heading"] or "(top)", []).append(f"{section['line_start']}-{section['line_end']}")
+    named = "; ".join(f"{heading} {', '.join(spans)}" for heading, spans in ranges.items())
     rest = more - len(also)
     return f"also: {named}" + (f" (+{rest} more)" if rest > 0 else "")
 
