@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_index.services.vault import frontmatter as fm
-
 # Where projects keep their records, most common first. A project that already has a series in one
 # of them gets its next record there: a second series in docs/adr beside docs/decisions/0001-0003
 # splits the project's decisions in two (issue 39).
@@ -31,6 +29,7 @@ HEADING = re.compile(r"^(?P<level>#{2,3}) (?P<name>.+?)\s*$")
 FIELD_LINE = re.compile(r"^(?P<lead>[ ]{0,3}(?:[*+-][ \t]+)?(?P<strong>\*\*|__)?(?P<name>date|status)"
                         r"(?::(?P=strong)|(?P=strong):|:)[ \t]*)\S", re.IGNORECASE)
 LIST_ITEM = re.compile(r"^[ ]{0,3}[*+-][ \t]")
+TOP_FIELD = re.compile(r"^(?P<key>[A-Za-z][\w-]*):[ \t]*(?P<value>.*?)\s*$")  # a frontmatter line, unindented
 FIELDS = ("status", "date")  # the frontmatter keys a record of ours fills in
 
 # Our parts, the word a series' heading for each holds (MADR: `## Considered Options`), and our heading
@@ -59,16 +58,21 @@ class Form:
 
 
 def split(text: str) -> tuple[dict | None, list[str]]:
-    """(a record's frontmatter fields or None, its lines from the title on)."""
-    yaml_text, body = fm.split(text)
-    try:
-        fields = fm.load_yaml(yaml_text) if yaml_text is not None else None
-    except ValueError:
-        fields = None
-    lines = body.split("\n")
-    while yaml_text is not None and lines and not lines[0].strip():
-        lines.pop(0)  # MADR 4: a blank line between the frontmatter and the title
-    return (fields if isinstance(fields, dict) else {} if yaml_text is not None else None), lines
+    """(a record's frontmatter fields or None, its lines from the title on).
+
+    Only the top-level `key: value` lines are read (status, date): scripts/adr.py runs with
+    `python -I -S`, where PyYAML (services/vault/frontmatter.py) is not importable."""
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        return None, lines
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip("\r") in ("---", "...")), None)
+    if end is None:
+        return None, lines
+    fields = {m["key"]: m["value"].strip("\"'") for line in lines[1:end] if (m := TOP_FIELD.match(line))}
+    body = lines[end + 1:]
+    while body and not body[0].strip():
+        body.pop(0)  # MADR 4: a blank line between the frontmatter and the title
+    return fields, body
 
 
 def numbered(folder: Path) -> list[str]:
