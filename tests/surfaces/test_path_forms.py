@@ -149,6 +149,25 @@ def test_a_relative_search_path_filter_is_found_or_refused_by_name(project):
         tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix="nowhere")
 
 
+def test_an_absolute_path_filter_this_workspace_does_not_see_is_refused_by_name(project, tmp_path):
+    """Walkthrough H: `path_prefix: "/tmp/nowhere"`, or another project's docs/, answered no hits and no
+    word (a relative one already said so). A folder holding the sources, a folder in one and a note
+    stay filters; a filter matches whole names, so a name begun (`docs/post`) names nothing."""
+    tc, p = project["tc"], project["p"]
+    other = tmp_path / "other" / "docs"
+    other.mkdir(parents=True)
+    (other / "o.md").write_text("# O\n\nokapi elsewhere\n")
+    for unseen in (tmp_path / "nowhere", other, other / "o.md", p / "docs" / "post"):
+        with pytest.raises(ToolError, match="names no folder or note this workspace sees"):
+            tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix=str(unseen))
+    outage = str(p / "docs" / "postmortems" / "outage.md")
+    for seen_prefix in (p, p / "docs" / "postmortems", outage):
+        hits = tools_search.search_notes(tc, "okapi", None, mode="keyword", path_prefix=str(seen_prefix)).hits
+        assert outage in [h.path for h in hits], seen_prefix
+    unknown = _cli(project, "search", "okapi", "--path", str(tmp_path / "nowhere"))
+    assert unknown.returncode == 3 and "names no folder or note" in unknown.stderr, unknown
+
+
 def test_a_path_filter_the_project_holds_is_the_projects_whatever_a_source_holds(project):
     """The walkthrough: `search --path docs` failed as ambiguous in every project, since setup makes
     a personal `docs/` too; the workspace's own folder is what a person means."""

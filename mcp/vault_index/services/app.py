@@ -6,7 +6,6 @@ engine pieces on its own.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -373,8 +372,8 @@ class App:
     def search_filters(self, filters: Filters | None, source: str | None = None) -> Filters | None:
         """`filters` as a search applies them: a relative path filter found (services/boundary.prefix),
         `source` as its root, the workspace's roots; None when nothing can match."""
-        if filters is not None and filters.path_prefix and not os.path.isabs(os.path.expanduser(filters.path_prefix)):
-            # a relative filter is found as every path is (services/boundary.prefix), or refused by name
+        if filters is not None and filters.path_prefix:
+            # found as every path is (services/boundary.prefix), or refused by name
             filters = replace(filters, path_prefix=boundary.prefix(self, filters.path_prefix))
         if source:
             filters = self._source_filters(filters or Filters(), source)

@@ -179,17 +179,24 @@ def _new_note_place(app, text: str, placed: Path) -> Path:
 
 
 def prefix(app, text: str) -> str:
-    """A search's path filter as an absolute prefix: an absolute one as given (it may end inside a
-    name: `/x/docs/adr/00`); a relative one (`postmortems`, `docs/adr`, `research`) found as `resolve`
-    finds a path (relative to the workspace's folder or a visible source), a folder or a note.
+    """A search's path filter as an absolute prefix: an absolute one as given when this workspace
+    sees the folder or note it names (a filter matches whole names); a relative one (`postmortems`,
+    `docs/adr`, `research`) found as `resolve` finds a path (relative to the workspace's folder or a
+    visible source), a folder or a note.
 
     Trigger: `search --path postmortems` and `path_prefix: "research"` matched no stored path (they
     are absolute) and answered nothing. Outcome: found, or a NotFoundError naming what was tried."""
     given = os.path.expanduser(text)
-    if os.path.isabs(given):
-        return given
     roots = [real(r) for r in app.roots()]
     visible = seen(app)
+    if os.path.isabs(given):
+        # walkthrough H: `/tmp/nowhere` or another project's folder answered no hits and no word
+        target = real(given)
+        holds_source = any(_holds(str(target), str(root)) for root in roots)
+        if (os.path.lexists(target) and visible(target)) or holds_source:
+            return given  # a note or folder this workspace sees, or a folder holding its sources
+        raise NotFoundError(f"the path filter {text!r} names no folder or note this workspace sees "
+                            "(`vault-index sources` lists the sources)")
     tried = [real(c) for c in _candidates(app, text, [], roots)]
     found = list(dict.fromkeys(p for p in tried if os.path.lexists(p) and visible(p)))
     folder = app.workspace.root
