@@ -236,16 +236,21 @@ def test_adr_create_links_a_record_whose_project_lies_outside_every_source(proje
     assert seen["create"].structured_content["notices"] == []
 
 
-def test_adr_create_in_a_series_nothing_indexes_says_search_will_not_find_it(project, tmp_path, open_app):
+def test_a_series_in_doc_adr_is_the_projects_own_and_its_new_record_is_found(project, tmp_path, open_app):
     """Walkthrough D: a project's series in doc/adr (outside docs/, notes/, README.md) got its next
-    record with `reindexed: false` and no notice, and search never found it."""
-    write(project, "doc/adr/0001-first.md", "# 1. First\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n"
-          "## Context\n\nc\n\n## Decision\n\nd\n")
-    app = open_app(None)
-    app.index([str(project / "docs")])
-    server = build_server(app, memory_file=tmp_path / "memory.jsonl")
-    seen = anyio.run(_calls, server, [("create", "adr_create", {
-        "title": "Events in protobuf", "context": "c", "options": "o", "decision": "protobuf"})])
+    record with `reindexed: false`, and search never found it; walkthrough H: so /adr's first step
+    (recall the record a new one repeats) could not work there. doc/adr and adr/ are now the project's."""
+    write(project, "doc/adr/0001-first.md", "# 1. Kafka for order events\n\nDate: 2026-01-01\n\n## Status\n\n"
+          "Accepted\n\n## Context\n\nOrders publish events.\n\n## Decision\n\nPublish to Kafka.\n\n"
+          "## Consequences\n\nA broker to run.\n")
+    server = build_server(open_app(None), memory_file=tmp_path / "memory.jsonl")
+    seen = anyio.run(_calls, server, [
+        ("before", "search_notes", {"query": "kafka order events", "mode": "keyword"}),
+        ("create", "adr_create", {"title": "Events in protobuf", "context": "c", "options": "o",
+                                  "decision": "protobuf", "consequences": "a schema registry"}),
+        ("after", "search_notes", {"query": "protobuf", "mode": "keyword"})])
+    assert seen["before"].structured_content["hits"][0]["path"] == str(project / "doc" / "adr" / "0001-first.md")
     made = seen["create"].structured_content
-    assert made["path"] == str(project / "doc" / "adr" / "0002-events-in-protobuf.md") and not made["reindexed"]
-    assert [n for n in made["notices"] if n.startswith("written, but not indexed: ")], made["notices"]
+    assert made["path"] == str(project / "doc" / "adr" / "0002-events-in-protobuf.md") and made["reindexed"]
+    assert not [n for n in made["notices"] if "not indexed" in n], made["notices"]
+    assert made["path"] in [h["path"] for h in seen["after"].structured_content["hits"]]

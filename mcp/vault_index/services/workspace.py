@@ -3,8 +3,9 @@
 The rule, in two sentences: a process works in one workspace, found from CLAUDE_PROJECT_DIR (or
 VAULT_PROJECT), else the working folder: the init vault it is in, else the project it is in,
 else none. A project sees your personal notes (every folder you indexed from a terminal) plus its
-own docs/, notes/, README.md and the memory other agents keep for it (read-only:
-services/access/agent_memory.py), which it indexes by itself; a vault sees only itself.
+own docs/, notes/, README.md, decision records (doc/adr/, adr/) and the memory other agents keep
+for it (read-only: services/access/agent_memory.py), which it indexes by itself; a vault sees only
+itself.
 
 Every source in the one index names its workspace (`sources.scope`): '' for personal, else the
 project's or vault's folder. This module only decides; the App applies it on every surface.
@@ -19,10 +20,14 @@ from pathlib import Path
 
 from vault_index import locations
 from vault_index.services.access import agent_memory
+from vault_index.services.curation.adr_series import LAYOUTS
 
 VAULT_MARKER = (".vault-index", "config.yaml")  # what `vault-index init` makes
 PROJECT_MARKERS = (".git", ".claude", ".mcp.json", "CLAUDE.md")  # a folder Claude Code would call a project
 PROJECT_FOLDERS = ("docs", "notes")  # a project's own notes, indexed without being asked
+# and its decision records where they lie outside those (adr-tools' doc/adr, adr/): walkthrough H's
+# doc/adr series was never searched, so /adr could not find the record a new one repeats
+RECORD_FOLDERS = tuple(layout for layout in LAYOUTS if layout.split("/")[0] not in PROJECT_FOLDERS)
 README = "readme.md"  # the project's root README (any letter case): the one root file it indexes
 PERSONAL, PROJECT, VAULT = "personal", "project", "vault"
 
@@ -60,9 +65,13 @@ class Workspace:
         if self.kind != PROJECT or self.root is None:
             return []
         found = []
-        for name in PROJECT_FOLDERS:
-            folder = self.root / name
-            if folder.is_dir() and not folder.is_symlink():
+        for name in PROJECT_FOLDERS + RECORD_FOLDERS:
+            folder = self.root
+            for part in name.split("/"):  # each part a real folder: a link could lead out of the project
+                folder = folder / part
+                if folder.is_symlink() or not folder.is_dir():
+                    break
+            else:
                 found.append(folder)
         return found
 
@@ -94,8 +103,8 @@ class Workspace:
         if self.kind == VAULT:
             return f"the vault {self.root} (its notes only)"
         if self.kind == PROJECT:
-            return (f"the project {self.root} (its docs/, notes/, README.md and other agents' memory of it, "
-                    "plus your personal notes)")
+            return (f"the project {self.root} (its docs/, notes/, README.md, decision records and other agents' "
+                    "memory of it, plus your personal notes)")
         if self.tool_checkout is not None:
             return (f"your personal notes ({self.tool_checkout} is vault-index's own checkout, never a project: "
                     "its example vault stays out)")

@@ -105,7 +105,8 @@ def unindexed_notice(app, path: str | Path) -> str | None:
     Trigger: `note_write create x.md` landed at a project's root, unindexed, and nothing said so."""
     if is_indexed(app, path):
         return None
-    own = "docs/, notes/ and README.md of the project" if app.workspace.kind == "project" else "the sources"
+    own = ("docs/, notes/, README.md and the decision records of the project" if app.workspace.kind == "project"
+           else "the sources")
     return (f"written, but not indexed: {path} lies outside the indexed folders ({own}), or their rules "
             "skip it (hidden, secrets/, .indexignore): search does not find it")
 
