@@ -125,7 +125,7 @@ def test_notes_injected_while_vectors_wait_say_they_were_ranked_by_keywords(tmp_
     app = open_app(FakeEmbedder())
     indexer.sync(app.store, app.models, [str(root)], embed=False)  # keyword-indexed, vectors to come
     waiting = prompt_recall.select(app, "pump relay float switch")
-    assert waiting.notes and "some notes still wait for vectors, ranked by keywords alone" in waiting.text
+    assert waiting.notes and "notes still waiting for vectors were ranked by keywords alone" in waiting.text
     app.index([str(root)])
     done = prompt_recall.select(app, "pump relay float switch")
     assert done.notes and "wait for vectors" not in done.text

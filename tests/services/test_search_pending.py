@@ -26,7 +26,8 @@ def test_searching_with_a_model_the_index_has_no_vectors_for_says_so(tmp_path, o
     result = other.search("wombat", mode="hybrid")
     # issue 39 item 12: no chunk has a vector for this model, so no vector was used (it said so before)
     assert not result.vector_used and result.mode == "keyword"
-    assert any(n.startswith(f"1 chunk of v2 ({vault}) has no vector yet") for n in result.notices), result.notices
+    assert f"1 chunk of v2 ({vault}) has no vector yet: keyword-only for it (a running server embeds it; " \
+           "`vault-index index` embeds it now)" in result.notices, result.notices  # walkthrough H: "for it ... them"
     assert [h.path for h in result.hits] == [str(vault / "a.md")]  # the keyword side still answers
 
 

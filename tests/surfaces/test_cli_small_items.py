@@ -224,10 +224,13 @@ def test_the_line_after_a_search_adopts_a_project_says_what_it_indexed_and_embed
     app = SimpleNamespace(adopt_workspace=lambda progress, embed: report,
                           workspace=SimpleNamespace(describe=lambda: "the project"))
     adopt(app, argparse.Namespace(silent=False))
-    assert capsys.readouterr().err.splitlines()[-1] == "indexed 51 notes of the project; embedded 201 chunks"
+    assert capsys.readouterr().err.splitlines()[-1] == "indexed 51 notes; embedded 201 chunks of the project"
     report.chunks_embedded = 0
     adopt(app, argparse.Namespace(silent=False))
     assert capsys.readouterr().err.splitlines()[-1] == "indexed 51 notes of the project"
+    report.indexed, report.chunks_embedded = 0, 471  # walkthrough H: "indexed 0 notes of ...; embedded 471"
+    adopt(app, argparse.Namespace(silent=False))
+    assert capsys.readouterr().err.splitlines()[-1] == "embedded 471 chunks of the project"
 
 
 def test_the_also_line_names_a_section_split_in_parts_once():

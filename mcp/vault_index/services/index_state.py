@@ -79,9 +79,10 @@ def pending_notices(app: App) -> list[str]:
     if not pending:
         return []
     names = {path: name for name, path in app.store.source_names().items()}
-    return [(f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them "
-             if count != 1 else f"1 chunk of {names.get(root, root)} ({root}) has no vector yet: keyword-only for it ")
-            + "(a running server embeds them; `vault-index index` embeds them now)"
+    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them "
+            "(a running server embeds them; `vault-index index` embeds them now)" if count != 1 else
+            f"1 chunk of {names.get(root, root)} ({root}) has no vector yet: keyword-only for it "
+            "(a running server embeds it; `vault-index index` embeds it now)"
             for root, count in sorted(pending.items())]
 
 

@@ -132,7 +132,8 @@ def render(notes: tuple[Recalled, ...], confidence: float | None,
     # the confidence is the first note's (the one it judges); the others are only the next nearest
     sure = (f"confidence {confidence:.2f} for the first" + ("; the others are the next nearest" if len(notes) > 1
             else "") + "; ") if confidence is not None else ""
-    waiting = "some notes still wait for vectors, ranked by keywords alone; " if pending else ""
+    # walkthrough H: "some notes" read oddly with every chunk waiting; the search's notice says how many
+    waiting = "notes still waiting for vectors were ranked by keywords alone; " if pending else ""
     head = (f"vault-index: notes that may answer this prompt ({sure}{waiting}open one with get_note before "
             "relying on it):")
     budget = MAX_TOKENS * 4

@@ -168,7 +168,9 @@ def cmd_status(app, args) -> int:
     print(f"content   {counted(len(status['sources']), 'source')}, {counted(status['files'], 'file')}, "
           f"{counted(status['chunks'], 'chunk')}")
     pending = status["vectors_pending"]
-    waiting = f", {counted(pending, 'chunk')} waiting for vectors" if pending else ""
+    # walkthrough H: it did not say what embeds them
+    waiting = (f", {counted(pending, 'chunk')} waiting for vectors (a running server embeds them; "
+               "`vault-index index` now)") if pending else ""
     unused = f", not used: {status['embed_off_reason']}" if status["embed_off"] else ""
     print(f"vectors   {status['vectors']} ({status['embed_model'] or 'none'}){waiting}{unused}, "
           f"backend {status['vector_backend']}")

@@ -271,6 +271,7 @@ def adopt(app, args, embed: bool = True) -> None:
     no hidden work; what waits for vectors is reported instead."""
     report = app.adopt_workspace(Progress(not args.silent, quiet_scan=True), embed=embed)
     if report is not None and (report.indexed or report.chunks_embedded):  # the embedding catches up anywhere
-        embedded = f"; embedded {counted(report.chunks_embedded, 'chunk')}"  # those that waited included
-        _say(args, f"indexed {counted(report.indexed, 'note')} of {app.workspace.describe()}"
-             + (embedded if report.chunks_embedded else ""))
+        # those that waited included; "indexed 0 notes" is left out (walkthrough H)
+        said = [f"indexed {counted(report.indexed, 'note')}"] if report.indexed else []
+        said += [f"embedded {counted(report.chunks_embedded, 'chunk')}"] if report.chunks_embedded else []
+        _say(args, f"{'; '.join(said)} of {app.workspace.describe()}")
