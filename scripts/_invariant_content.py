@@ -45,7 +45,8 @@ def check_sources(ctx: Context) -> Result:
     if gone:
         return Result("sources", "fail", f"{len(gone)} of {len(sources)} sources missing: {', '.join(gone[:3])}",
                       "restore them or `vault-index remove PATH`")
-    return Result("sources", "ok", f"{len(sources)} sources, all present")
+    # the whole index, every workspace's sources: `vault-index sources` lists this workspace's (walkthrough H)
+    return Result("sources", "ok", f"{len(sources)} sources in the index (every workspace's), all present")
 
 
 def _same(state, info: os.stat_result) -> bool:
@@ -102,8 +103,9 @@ def check_index_fresh(ctx: Context, cap: int = MAX_WALK_FILES) -> Result:
         # A plugin user has no `vault-index` command; the agent's index_paths re-syncs the same way.
         fix = ("run `vault-index index` (no path re-syncs every source)" if ctx.mode == "project"
                else "ask Claude to call index_paths with no paths (it re-syncs every source)")
-        return Result("index-fresh", "warn", f"{len(stale)} notes changed since indexing{limit}, e.g. {stale[0]}", fix)
-    return Result("index-fresh", "ok", f"{seen} notes checked, none changed since indexing{limit}")
+        return Result("index-fresh", "warn", f"{len(stale)} notes changed since indexing (in any workspace)"
+                      f"{limit}, e.g. {stale[0]}", fix)
+    return Result("index-fresh", "ok", f"{seen} notes of every workspace checked, none changed since indexing{limit}")
 
 
 # --- 6, 7: the memory graph --------------------------------------------------------------------
@@ -132,7 +134,9 @@ def check_graph_sources(ctx: Context) -> Result:
         detail = f"{len(missing)} of {facts} facts name a missing source, first {missing[0]}"
         return Result("graph-sources", "fail", detail,
                       f"restore the file, correct the path, or drop the fact from {path}")
-    return Result("graph-sources", "ok", f"all {facts} facts name an existing source file")
+    # every workspace's facts: `graph show` lists what this workspace sees (walkthrough H)
+    return Result("graph-sources", "ok", f"all {facts} facts of the graph file (every workspace's) name an "
+                  "existing source file")
 
 
 # --- 8: golden labels --------------------------------------------------------------------------
