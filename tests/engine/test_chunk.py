@@ -114,3 +114,15 @@ def test_a_status_block_stays_its_own_chunk_when_nothing_follows_and_a_long_para
     chunks = chunk_note(parse_note("/v/0003.md", f"# 3. Budget\n\nStatus: accepted\n\n## Context\n\n{long}\n"))
     assert chunks[0].text.startswith("Status: accepted\n\nPayment calls") and len(chunks) >= 2
     assert all(c.heading == "3. Budget > Context" for c in chunks)
+
+
+def test_a_short_paragraph_after_a_split_long_one_joins_its_last_piece():
+    """Walkthrough H: a list of eight long steps was split by lines and the line after it became a
+    chunk of its own ("Open http://localhost:8040/docs ..."), which outranked the steps it follows."""
+    steps = "\n".join(f"{n}. Step {n} runs `tool-{n} --flag value-{n}` against the local stack." for n in range(1, 9))
+    text = f"# Orders\n\n## Run it\n\n{steps}\n\nOpen the docs page."
+    chunks = chunk_note(parse_note("n.md", text), approximate_tokens, max_tokens=120)
+    assert len(chunks) > 1 and chunks[-1].text.endswith("8. Step 8 runs `tool-8 --flag value-8` against the "
+                                                        "local stack.\n\nOpen the docs page.")
+    assert [(c.line_start, c.line_end) for c in chunks][-1][1] == 14
+    assert all(approximate_tokens(c.embed_text) <= 120 for c in chunks)

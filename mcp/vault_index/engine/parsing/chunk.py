@@ -189,8 +189,10 @@ def _pack(units: list[_Unit], fits: Callable[[str], bool]) -> list[list[_Unit]]:
             continue
         if current:
             groups.append(current)
-            current = []
-        groups.extend(_pack(_finer(unit), fits))
+        # the last piece stays open, so a short paragraph after a long one joins it: it was a
+        # chunk of one line ("Open http://localhost:8040/docs ...") that outranked the steps before it
+        *done, current = _pack(_finer(unit), fits)
+        groups.extend(done)
     if current:
         groups.append(current)
     return groups
