@@ -65,7 +65,8 @@ def test_a_memory_bank_and_serena_memories_are_the_projects_only_even_inside_a_p
     app = opened(monkeypatch, env["a"])
     assert found(app) == {str(env["bank"]), str(env["serena"])}  # not .cache/ nor .serena/project.md
     kinds = {s["kind"]: s["name"] for s in app.sources() if "kind" in s}
-    assert kinds == {"memory-bank": "memory-bank", "serena-memories": "serena-memories"}
+    owner = env["a"].name  # named after the project too: a second project's were `memory-bank-2` (walkthrough I)
+    assert kinds == {"memory-bank": f"{owner}/memory-bank", "serena-memories": f"{owner}/serena-memories"}
     assert app.store.source_scopes()[str(env["bank"].parent)] == str(env["a"])
     assert "tabs" in app.get_note(str(env["serena"]))["content"]  # served, though ~/code's walk skips .serena
     app.close()

@@ -85,7 +85,7 @@ def test_claude_codes_memory_of_a_project_is_found_there_and_nowhere_else(machin
     assert found(tc) == {str(topic)}  # not the transcript-like file, not ~/.claude/CLAUDE.md
     assert str(topic) in {hit["path"] for hit in recall(tc, "pangolin flag", None).notes}
     memory = [s for s in list_sources(tc, None).sources if s.get("kind") == "claude-memory"]
-    assert [(s["name"], s["path"], s["files"]) for s in memory] == [("claude-memory", str(topic.parent), 1)]
+    assert [(s["name"], s["path"], s["files"]) for s in memory] == [(f"{a.name}/claude-memory", str(topic.parent), 1)]
     tc.app.close()
     for root, project in ((machine["b"], machine["b"]), (machine["home"], None), (machine["vault"], None)):
         other = context(monkeypatch, root, tmp, project)

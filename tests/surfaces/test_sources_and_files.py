@@ -17,7 +17,10 @@ from vault_index.services.app import App
 def test_a_folder_right_inside_its_workspace_is_named_after_both():
     assert default_name("/work/orders/docs", "/work/orders") == "orders/docs"
     assert default_name("/work/orders/docs") == "docs"  # personal: the folder's name, as before
-    assert default_name("/work/orders/docs/api", "/work/orders") == "api"  # deeper: its own name
+    # deeper: its parts joined; walkthrough I saw a second project's doc/adr named `adr-2`
+    assert default_name("/work/orders/doc/adr", "/work/orders") == "orders/doc-adr"
+    long = default_name("/w/o/" + "d" * 70, "/w/o")
+    assert long.startswith("o/ddd") and len(long) <= 64 and SOURCE_NAME.fullmatch(long)
     assert default_name("/work/My Orders/docs", "/work/My Orders") == "My-Orders/docs"
     assert len(default_name("/w/" + "p" * 80 + "/notes", "/w/" + "p" * 80)) <= 64
     assert all(SOURCE_NAME.fullmatch(n) for n in ("docs", "orders/docs", "a.b_c-d/e"))

@@ -287,9 +287,9 @@ class App:
         return [f for _, f in self.workspace.agent_memory() if scopes.get(str(f)) != self.workspace.key]
 
     def _adopt_agent_memory(self) -> None:
-        """Register each agent memory folder as this project's source, named by its kind
-        (`claude-memory`, `memory-bank`, `serena-memories`); one a person indexed becomes the project's."""
-        from vault_index.engine.files.source_names import unique_name
+        """Register each agent memory folder as this project's source, named by the project and its kind
+        (`orders/claude-memory`, `orders/serena-memories`); one a person indexed becomes the project's."""
+        from vault_index.engine.files.source_names import owned, unique_name
 
         scopes = self.store.source_scopes()
         for kind, folder in self.workspace.agent_memory():
@@ -297,8 +297,8 @@ class App:
                 self.store.set_source_scope(str(folder), self.workspace.key)
             elif str(folder) not in scopes:
                 try:
-                    self.store.add_source(str(folder), unique_name(kind, set(self.store.source_names())),
-                                          scope=self.workspace.key)
+                    name = unique_name(owned(kind, self.workspace.key), set(self.store.source_names()))
+                    self.store.add_source(str(folder), name, scope=self.workspace.key)
                 except UsageError:  # the name was taken meanwhile (another process adopting): the default
                     self.store.add_source(str(folder), scope=self.workspace.key)
 

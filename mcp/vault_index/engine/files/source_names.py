@@ -1,7 +1,8 @@
 """Source names (ADR 0012): a short handle for a registered folder, for `--source` and `remove`.
 
-A folder right inside its workspace's folder (a project's docs/ and notes/) is named
-`<project>/<folder>`: named by their base names alone, six projects' docs were `docs`, `docs-2`
+A folder inside its workspace's folder (a project's docs/, notes/, doc/adr/) is named
+`<project>/<folder>` (`orders/doc-adr` when deeper), and a project's agent memory
+`<project>/<kind>`: named by their base names alone, six projects' docs were `docs`, `docs-2`
 ... `docs-6` in `sources`, and nobody could tell which was which (issue 39).
 """
 
@@ -23,13 +24,20 @@ def _word(name: str) -> str:
 
 def default_name(path: str, scope: str = "") -> str:
     """A folder's base name reduced to the allowed characters (a source name when none is given);
-    `<workspace>/<folder>` for a folder right inside its workspace's folder `scope`."""
+    `<workspace>/<folder>` for a folder inside its workspace's folder `scope`, its parts joined by
+    '-' when deeper (`orders/doc-adr`: walkthrough I saw `adr-2` for a second project's doc/adr)."""
     base = _word(Path(path).name) or "source"
-    if scope and Path(path).parent == Path(scope):
-        owner = _word(Path(scope).name)[: MAX_NAME_CHARS - len(base) - 1]
-        if owner:
-            return f"{owner}/{base}"
+    if scope and Path(path).is_relative_to(scope) and Path(path) != Path(scope):
+        return owned(_word("-".join(Path(path).relative_to(scope).parts)) or base, scope)
     return base
+
+
+def owned(word: str, scope: str) -> str:
+    """`<workspace>/<word>` within MAX_NAME_CHARS (`orders/serena-memories`); `word` when the
+    workspace's name has no allowed character."""
+    word = word[:MAX_NAME_CHARS - 2]
+    owner = _word(Path(scope).name)[: MAX_NAME_CHARS - len(word) - 1]
+    return f"{owner}/{word}" if owner else word
 
 
 def unique_name(base: str, taken: set[str]) -> str:
