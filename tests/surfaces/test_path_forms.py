@@ -307,3 +307,17 @@ def test_a_folder_of_the_projects_own_source_is_synced_there_never_made_personal
     elsewhere = subprocess.run([CLI, "search", "okapi outage", "--json"], cwd=home, env=personal,
                                capture_output=True, text=True, timeout=120)
     assert str(p / "docs" / "postmortems" / "outage.md") not in elsewhere.stdout, elsewhere.stdout[:400]
+
+
+def test_the_cli_reads_a_personal_note_from_a_project_as_note_read_does(project):
+    """Walkthrough I: `vault-index read notes/backups.md` in a project was refused as leading out of
+    it, and `provenance` too, where MCP note_read answered; the note is read in its own folder."""
+    notes = project["notes"]
+    for form in ("research/r.md", str(notes / "research" / "r.md")):
+        read = _cli(project, "read", form, "--json")
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout)["path"] == str(notes / "research" / "r.md"), read.stdout
+        history = _cli(project, "provenance", form, "--json")
+        assert history.returncode == 0 and json.loads(history.stdout)["path"] == str(notes / "research" / "r.md")
+    outside = _cli(project, "read", "/etc/hostname")
+    assert outside.returncode != 0 and "r.md" not in outside.stdout

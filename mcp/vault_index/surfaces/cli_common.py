@@ -162,6 +162,26 @@ def _open(app, args):
     return vault, cli_caller(vault, args.role)
 
 
+def _placed(app, args, for_write: bool = False):
+    """(vault, caller, path in that vault) for the note `args.path` names, as MCP's note tools place
+    it (ToolContext.who_at): a note in a visible source outside this vault or project (the person's
+    own notes, from a project) is read and written in that source's folder. Walkthrough I: `read
+    notes/backups.md` in a project was refused as leading out of it, where note_read answered."""
+    from vault_index.services import boundary
+    from vault_index.surfaces.callers import cli_caller
+
+    vault, caller = _open(app, args)
+    path = typed_path(app, args.path, vault.root, for_write=for_write)
+    if args.vault or not Path(path).is_absolute() or app.workspace.kind == "vault":
+        return vault, caller, path
+    holder = next((Path(r) for r in map(boundary.real, app.roots())
+                   if Path(path).is_relative_to(r) and Path(r).is_dir()), None)
+    if holder is None:
+        return vault, caller, path  # the write service refuses it as outside the vault
+    other = app.vault(holder)
+    return other, cli_caller(other, args.role), Path(path).relative_to(holder).as_posix()
+
+
 def _finish(args, out: dict) -> int:
     """Print the answer (JSON or a line for a person) and return its exit code."""
     if args.json:

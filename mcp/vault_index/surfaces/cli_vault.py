@@ -21,8 +21,8 @@ from vault_index.surfaces.cli_common import (
     _json,
     _note,
     _open,
+    _placed,
     _read_text,
-    typed_path,
 )
 from vault_index.surfaces.cli_edit import add_parsers as add_edit_parsers
 from vault_index.surfaces.outcomes import absolute
@@ -65,8 +65,8 @@ def _scalar(value: str, yaml):
 def cmd_read(app, args) -> int:
     from vault_index.surfaces.outcomes import is_outcome, jsonable, outcome_dict
 
-    vault, caller = _open(app, args)
-    view = app.writer(vault).read(caller, typed_path(app, args.path, vault.root))
+    vault, caller, path = _placed(app, args)
+    view = app.writer(vault).read(caller, path)
     if is_outcome(view):
         return _finish(args, outcome_dict(view))
     data = {"collection": view.collection, "frontmatter": view.frontmatter, "body": view.body,
@@ -90,8 +90,7 @@ def _write(app, args, op: str, **fields) -> int:
     from vault_index.services.writes.write import WriteRequest
     from vault_index.surfaces.outcomes import outcome_dict
 
-    vault, caller = _open(app, args)
-    path = typed_path(app, args.path, vault.root, for_write=True)  # every form a tool takes (issue 39)
+    vault, caller, path = _placed(app, args, for_write=True)  # every form a tool takes (issue 39)
     request = WriteRequest(op=op, path=path, base_version=getattr(args, "base_version", None),
                            request_id=getattr(args, "request_id", None), **fields)
     out = outcome_dict(app.writer(vault).write(caller, request))
@@ -201,8 +200,7 @@ def cmd_dashboard(app, args) -> int:
 def cmd_provenance(app, args) -> int:
     from vault_index.surfaces.outcomes import is_outcome, jsonable, outcome_dict
 
-    vault, caller = _open(app, args)
-    path = typed_path(app, args.path, vault.root)  # every form; a missing note is not found (exit 3), not silence
+    vault, caller, path = _placed(app, args)  # every form; a missing note is not found (exit 3), not silence
     found = app.writer(vault).history(caller, path)
     if is_outcome(found):
         return _finish(args, outcome_dict(found))
