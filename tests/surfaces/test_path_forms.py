@@ -321,3 +321,23 @@ def test_the_cli_reads_a_personal_note_from_a_project_as_note_read_does(project)
         assert history.returncode == 0 and json.loads(history.stdout)["path"] == str(notes / "research" / "r.md")
     outside = _cli(project, "read", "/etc/hostname")
     assert outside.returncode != 0 and "r.md" not in outside.stdout
+
+
+def test_graph_create_takes_a_facts_source_in_every_form(project):
+    """Walkthrough I: graph_create looked for a relative source in the project folder alone, so a
+    personal note (`research/r.md`) or a source-name path was "not an existing file"."""
+    from vault_index.surfaces.tool_inputs import EntityIn
+
+    tc, notes, p = project["tc"], project["notes"], project["p"]
+    names = {path: name for name, path in tc.app.store.source_names().items()}
+    forms = {"research/r.md": notes / "research" / "r.md",  # relative to the personal source
+             "postmortems/outage.md": p / "docs" / "postmortems" / "outage.md",  # relative to P/docs
+             f"{names[str(p / 'docs')]}/guide.md": p / "docs" / "guide.md",  # the name `sources` prints
+             "docs/guide.md": p / "docs" / "guide.md"}  # relative to the project, as before
+    for n, (form, real) in enumerate(forms.items()):
+        made = tools_graph.graph_create(tc, None, entities=[EntityIn(name=f"E{n}", entityType="t", source=form)])
+        assert sum(made.added.values()) == 1 and not made.skipped, (form, made)
+        [entity] = tools_graph.graph_open(tc, [f"E{n}"], None).entities
+        assert entity["source"] == str(real), (form, entity)
+    with pytest.raises(ToolError, match="not an existing file"):
+        tools_graph.graph_create(tc, None, entities=[EntityIn(name="Ghost", entityType="t", source="nowhere.md")])

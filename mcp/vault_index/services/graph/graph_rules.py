@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vault_index.engine.files.sources import is_skipped_part  # no pathspec at import: fine on a bare python3
-from vault_index.errors import VaultIndexError
+from vault_index.errors import AmbiguousPathError, VaultIndexError
 from vault_index.services.vault.text import unsafe_char
 
 MAX_NAME_CHARS = 200  # entity names; also the ends of a relation
@@ -133,6 +133,15 @@ def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path]
     """
     raw = check_text(item, "source", MAX_SOURCE_CHARS, where)
     path = Path(raw).expanduser()
+    if admit is not None and not path.is_absolute():
+        # any form the other tools take (relative to a source, a source's name): walkthrough I's
+        # `notes/backups.md` and `adr/0004-....md` were looked for in the project folder only
+        try:
+            path = admit(path)
+        except AmbiguousPathError:
+            raise
+        except VaultIndexError:
+            pass  # not found as given anywhere: the project-relative path, refused below in its words
     path = Path(os.path.realpath(path if path.is_absolute() else base / path))
     # Trigger: a caller that may only name files in the project asks about one elsewhere.
     # Why: "is not an existing file" for /etc/shadow would tell whether it exists.
