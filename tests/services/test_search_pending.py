@@ -49,6 +49,11 @@ def test_an_answer_names_the_chunks_it_could_not_use_vectors_for(tmp_path, open_
     pending = [n for n in result.notices if "have no vectors yet" in n]
     assert pending == [f"2 chunks of waiting ({waiting}) have no vectors yet: keyword-only for them "
                        "(a running server embeds them; `vault-index index` embeds them now)"]
+    vector = app.search("wombat", mode="vector")  # walkthrough I: it said "keyword-only for them"
+    assert [n for n in vector.notices if "have no vectors yet" in n] == [
+        f"2 chunks of waiting ({waiting}) have no vectors yet: not searched in vector mode "
+        "(a running server embeds them; `vault-index index` embeds them now)"]
+    assert str(waiting / "b.md") not in [h.path for h in vector.hits]
     app.index([str(waiting)])  # the embedding catches up
     assert not [n for n in app.search("wombat", mode="hybrid").notices if "no vectors" in n]
 
@@ -223,3 +228,20 @@ def test_terminal_status_says_a_hub_model_that_cannot_load_here_leaves_vectors_u
     status = app.status(probe_models=True)
     assert status["embed_off"] and "not in the model cache" in status["embed_off_reason"]
     assert status["vectors_pending"] == 0 and "searches are keyword-only" in status["rerank_state"]
+
+
+def test_status_says_searches_run_keyword_only_while_most_chunks_wait(tmp_path, open_app):
+    """Walkthrough I: with 2,432 chunks waiting and none embedded, status said "searches are hybrid"."""
+    from helpers import FakeEmbedder, write
+    from vault_index.engine import indexer
+
+    for i in range(3):
+        write(tmp_path / "v", f"n{i}.md", f"# N{i}\n\nwombat note {i}\n")
+    app = open_app(FakeEmbedder())
+    indexer.sync(app.store, app.models, [str(tmp_path / "v")], embed=False)
+    # the shipped settings (rerank on, off by default), where status names the searches' mode
+    app.models.rerank_enabled, app.models.rerank_setting = True, "Xenova/ms-marco-MiniLM-L-6-v2"
+    state = app.status()["rerank_state"]
+    assert "searches are keyword-only until most chunks have vectors, then hybrid" in state, state
+    app.index([str(tmp_path / "v")])
+    assert "searches are hybrid" in app.status()["rerank_state"]

@@ -362,7 +362,7 @@ class App:
                                       subqueries)
         notices = self.index_notices() + ([fallback] if fallback else [])
         if mode != "keyword" and mode != "grep":  # vectors were asked for: say what has none yet
-            notices += self.pending_notices()
+            notices += self.pending_notices(vector_only=mode == "vector")
         if result.hits and result.confidence is not None and not result.relevant:
             notices.append(nothing_relevant(result.confidence, result.judged_by, waiting if result.vector_used else 0))
         if not result.hits and not self.store.chunk_count():
@@ -410,9 +410,9 @@ class App:
             return replace(filters, path_prefix=str(root))
         return None
 
-    def pending_notices(self) -> list[str]:
+    def pending_notices(self, vector_only: bool = False) -> list[str]:
         """services/index_state.pending_notices: what a search with vectors could not use."""
-        return index_state.pending_notices(self)
+        return index_state.pending_notices(self, vector_only)
 
     def sources(self, model: str | None = None) -> list[dict]:
         return index_state.sources(self, model)

@@ -73,15 +73,18 @@ def _touches(root: str, prefix: str) -> bool:
     return root.startswith(prefix) or prefix.startswith(root)
 
 
-def pending_notices(app: App) -> list[str]:
-    """What a search with vectors could not use: "N chunks of SOURCE have no vectors yet"."""
+def pending_notices(app: App, vector_only: bool = False) -> list[str]:
+    """What a search with vectors could not use: "N chunks of SOURCE have no vectors yet"; a vector
+    search did not search them at all (walkthrough I: it said "keyword-only for them", with 0 hits)."""
     pending = pending_vectors(app)
     if not pending:
         return []
     names = {path: name for name, path in app.store.source_names().items()}
-    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: keyword-only for them "
+    them = ("not searched in vector mode", "not searched in vector mode") if vector_only else (
+        "keyword-only for them", "keyword-only for it")
+    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: {them[0]} "
             "(a running server embeds them; `vault-index index` embeds them now)" if count != 1 else
-            f"1 chunk of {names.get(root, root)} ({root}) has no vector yet: keyword-only for it "
+            f"1 chunk of {names.get(root, root)} ({root}) has no vector yet: {them[1]} "
             "(a running server embeds it; `vault-index index` embeds it now)"
             for root, count in sorted(pending.items())]
 
@@ -152,7 +155,8 @@ def status(app: App, probe_models: bool = False) -> dict:
         "vectors_live": bool(vectors) and not off, "embed_off": off,
         "embed_off_reason": off_reason, "vector_backend": backend,
         "rerank": app.settings.rerank, "rerank_model": app.settings.rerank_model,
-        "rerank_state": _rerank_state(app, probe_models, off),
+        "rerank_state": _rerank_state(app, probe_models, off, not off and model is not None
+                                      and counts["chunks"] - vectors > KEYWORD_ONLY_SHARE * counts["chunks"]),
         "problems": [{"path": p, "message": m} for p, m in app._seen_problems(
             SyncReport(problems=list(app.store.problems()))).problems],
         "recovered_from": str(app.store.recovered_from) if app.store.recovered_from else None,
@@ -184,7 +188,7 @@ def _hub_model_absent(app: App) -> str | None:
     return f"embedding model {spec.name} is not in the model cache and the model hub cannot be reached"
 
 
-def _rerank_state(app: App, probe: bool, off: bool = False) -> str:
+def _rerank_state(app: App, probe: bool, off: bool = False, most_waiting: bool = False) -> str:
     """"off by default (how to turn it on)", "off (why)", "on", "on, not loadable here (why)", or
     "on (not checked)" without a probe.
 
@@ -199,7 +203,11 @@ def _rerank_state(app: App, probe: bool, off: bool = False) -> str:
     if app.default_mode != RERANK_MODE:
         said = RERANK_OFF_BY_DEFAULT.format(model=app.models.rerank_setting)
         # with vectors off, searches are keyword-only and rerank (on hybrid) would not run either
-        return said.replace("searches are hybrid", "searches are keyword-only (no vectors)") if off else said
+        if off:
+            return said.replace("searches are hybrid", "searches are keyword-only (no vectors)")
+        # most chunks wait for vectors: a hybrid search runs keyword-only (ADR 0038; walkthrough I)
+        return said.replace("searches are hybrid", "searches are keyword-only until most chunks have vectors, "
+                            "then hybrid") if most_waiting else said
     if not probe:
         return "on (not checked)"
     if app.models.reranker() is not None:
