@@ -51,3 +51,40 @@ def test_the_guide_resource_says_so_too(monkeypatch, tmp_path):
         assert "Not indexed yet" not in page and "1 markdown note in 1 source," in page, page
     finally:
         app.close()
+
+
+def test_folders_registered_but_not_indexed_are_said_so_too(monkeypatch, tmp_path):
+    """Walkthrough I: `claude mcp list`'s health check started a server that registered the project's
+    docs/ and stopped before indexing it; the next server's instructions counted what other sources
+    held ("2 markdown notes in 2 sources") and said hybrid search was live."""
+    home = fresh_machine(monkeypatch, tmp_path)
+    project = tmp_path / "orders"
+    (project / ".git").mkdir(parents=True)
+    for n in range(3):
+        note(project / "docs", f"page{n}.md", f"the orders page {n}")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    monkeypatch.chdir(project)
+    app = App.open(Settings.from_env())
+    try:
+        app.store.add_source(str(project / "docs"), scope=app.workspace.key)  # registered, nothing indexed
+        told = build_server(app, home / "memory.jsonl").instructions or ""
+        assert f"{project / 'docs'} is not indexed yet" in told, told
+        assert "hybrid keyword + vector search is live" not in told, told
+        app.adopt_workspace()
+        told = build_server(app, home / "memory.jsonl").instructions or ""
+        assert "3 markdown notes in 1 source (" in told and "not indexed yet" not in told, told
+    finally:
+        app.close()
+
+
+def test_hybrid_is_said_live_only_once_most_chunks_have_vectors():
+    from vault_index.surfaces.tools import instructions
+
+    def said(pending: int, live: bool = True, off: bool = False) -> str:
+        status = {"sources": [{"path": "/p/docs"}], "files": 3, "chunks": 10, "vectors_pending": pending,
+                  "vectors_live": live, "embed_off": off}
+        return instructions(status)
+
+    assert "keyword search is live and vectors are still being built" in said(9)
+    assert "hybrid keyword + vector search is live" in said(4)
+    assert "only keyword search is live (no vectors yet)" in said(0, live=False, off=True)

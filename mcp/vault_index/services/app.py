@@ -265,7 +265,7 @@ class App:
     def not_indexed_yet(self) -> list[Path]:
         """The project's own folders and README.md that no source covers yet (the first search or
         sync indexes them): what the server's instructions say instead of counting them as none."""
-        return self._unadopted_own()
+        return self._unadopted_own() + index_state.registered_unindexed(self)
 
     def _unadopted_folders(self) -> list[Path]:
         """What the project indexes by itself and has not registered yet."""

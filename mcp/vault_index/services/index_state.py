@@ -6,6 +6,7 @@ Functions of the App (services/app.py), which delegates to them; split from it b
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_index.engine.embedding.models import OFF_SETTINGS, setting_notice
@@ -216,3 +217,13 @@ def _rerank_state(app: App, probe: bool, off: bool = False, most_waiting: bool =
     if "turned off" in error:
         return f"off ({error})"
     return f"on, not loadable here ({error}); searches use fusion order"
+
+
+def registered_unindexed(app: App) -> list[Path]:
+    """The project's own folders and README.md registered as sources with no note indexed yet,
+    though they hold markdown: walkthrough I saw `claude mcp list`'s health check register them and
+    stop before indexing, and the next server's instructions count them as none."""
+    own = {str(p) for p in [*app.workspace.own_folders(), *filter(None, [app.workspace.readme()])]}
+    empty = [Path(s["path"]) for s in app.store.source_stats() if s["path"] in own and not s["files"]]
+    return [p for p in empty if p.is_file() or next(p.rglob("*.md"), None) is not None]
+

@@ -36,6 +36,7 @@ from vault_index.errors import VaultIndexError
 from vault_index.services.access.access import scope_for
 from vault_index.services.app import App
 from vault_index.services.graph import graph as graph_service
+from vault_index.services.index_state import KEYWORD_ONLY_SHARE
 from vault_index.services.workspace import served_root
 from vault_index.surfaces.tool_inputs import PATH_RULE
 from vault_index.surfaces.vaults import _Vaults
@@ -229,9 +230,12 @@ def instructions(status: dict | None, memory_file: Path | None = None, visible=N
                 "answer beside the question; cite the path and heading of each hit, "
                 "and open a note with get_note when a snippet is not enough. list_sources shows what you "
                 "may read. " + PATH_RULE + "Curated vault notes: note_read, then note_write with the version you read.")
+    # walkthrough I: "hybrid ... is live" was said with 0 of the project's chunks embedded
+    building = not status["embed_off"] and (
+        bool(waiting) or status["vectors_pending"] > KEYWORD_ONLY_SHARE * status["chunks"])
     vectors = (
-        "hybrid keyword + vector search is live"
-        if status["vectors_live"]
+        "keyword search is live and vectors are still being built" if building
+        else "hybrid keyword + vector search is live" if status["vectors_live"]
         else "only keyword search is live (no vectors yet)"
     )
     return (
