@@ -48,12 +48,38 @@ def test_a_moved_note_keeps_the_history_of_its_old_names_and_only_theirs(tmp_pat
     (vault / "research").mkdir()
     git(root, "mv", "vault/drafts/plan.md", "vault/research/plan.md")
     commit(root, "move plan")
-    (vault / "research" / "plan.md").write_text("# Plan\n\nfirst\nsecond\nthird\n")
     git(root, "mv", "vault/research/plan.md", "vault/research/roadmap.md")
     commit(root, "rename to roadmap")
+    (vault / "research" / "roadmap.md").write_text("# Plan\n\nfirst\nsecond\nthird\n")
+    commit(root, "roadmap: third")
     (vault / "drafts" / "plan.md").write_text("# Plan\n\na new plan at the old name\n")
     commit(root, "a new plan")
     assert [e["subject"] for e in provenance.history(vault, "research/roadmap.md")] == [
-        "rename to roadmap", "move plan", "plan: second", "plan"]
+        "roadmap: third", "rename to roadmap", "move plan", "plan: second", "plan"]
     assert [e["subject"] for e in provenance.history(vault, "drafts/plan.md")] == ["a new plan"]  # not the old file
     assert len(provenance.history(vault, "research/roadmap.md", limit=2)) == 2
+
+
+def test_a_note_from_a_template_added_where_another_was_deleted_in_one_commit_is_new(tmp_path):
+    """Walkthroughs I and J: one commit dropped notes/2026-01-26.md and added notes/2026-02-02.md
+    from the same template; git calls it a rename (about one line differs), and the new note showed
+    the old one's commits. A rename counts when the vault moved it, the name stayed, or the content did."""
+    root = tmp_path / "repo"
+    (root / "notes").mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / "notes" / "2026-01-26.md").write_text(TEMPLATE)
+    commit(root, "meeting 26 from the template")
+    (root / "notes" / "2026-01-26.md").write_text(TEMPLATE.replace("- [ ] \n", "- [ ] call Ann\n"))
+    commit(root, "meeting 26: actions")
+    (root / "notes" / "2026-01-26.md").unlink()
+    (root / "notes" / "2026-02-02.md").write_text(TEMPLATE.replace("1. \n", "1. budget\n"))
+    commit(root, "meeting 02-02 from the template; 26 dropped")
+    assert "R" in git(root, "show", "-M", "--name-status", "--format=", "HEAD")[:1]  # git: a rename
+    assert [e["subject"] for e in provenance.history(root, "notes/2026-02-02.md")] == [
+        "meeting 02-02 from the template; 26 dropped"]
+    (root / "archive").mkdir()
+    (root / "notes" / "2026-02-02.md").write_text(TEMPLATE.replace("1. \n", "1. budget, cut\n"))
+    git(root, "mv", "notes/2026-02-02.md", "archive/2026-02-02.md")  # a folder move with an edit: followed
+    commit(root, "archive 02-02")
+    assert [e["subject"] for e in provenance.history(root, "archive/2026-02-02.md")] == [
+        "archive 02-02", "meeting 02-02 from the template; 26 dropped"]

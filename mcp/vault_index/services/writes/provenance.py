@@ -137,8 +137,8 @@ def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
     from the same template as an older one was taken for a copy of it and showed that note's
     commits as its own (issue 39). Outcome: no --follow. The history runs back to the commit that
     made the file (a file that once bore the name before it is another note); where that commit
-    renamed another file to it (a move: a deletion and an addition in one commit, never a copy),
-    it goes on with the old name from before that commit.
+    moved another file to it (_renamed_from: never a copy), it goes on with the old name from
+    before that commit.
     """
     entries: list[dict] = []
     path, start = rel, "HEAD"
@@ -150,7 +150,7 @@ def history(root: Path, rel: str, limit: int = MAX_HISTORY) -> list[dict]:
         entries += found
         if made is None or len(entries) >= limit or not found or found[-1]["commit"] != made:
             break
-        path = _renamed_from(root, made, path)
+        path = _renamed_from(root, made, path, moved=found[-1]["operation"] == "move")
         if path is None:
             break
         start = f"{made}^"
@@ -187,10 +187,14 @@ def _log(root: Path, rel: str, start: str, limit: int) -> list[dict]:
     return entries
 
 
-def _renamed_from(root: Path, commit: str, rel: str) -> str | None:
+def _renamed_from(root: Path, commit: str, rel: str, moved: bool = False) -> str | None:
     """The path `commit` renamed to `rel` (renames only, never copies), else None.
 
-    Paths are relative to `root` (`--relative`), as `rel` is; a merge or root commit renames nothing here."""
+    Paths are relative to `root` (`--relative`), as `rel` is; a merge or root commit renames nothing here.
+    Trigger: one commit that deleted a note and added another made from the same template was a
+    rename to git (walkthrough I), so the new note showed the old one's commits. Outcome: a rename
+    counts when it is the vault's own move (`moved`), keeps the file's name (a folder move), or
+    keeps its content whole (`git mv` alone); a renamed and edited file's history starts there."""
     out = _git(root, dict(os.environ), "diff-tree", "-z", "-r", "-M", "--relative", "--name-status",
                "--no-commit-id", "--root", commit)
     items = out.split("\0")
@@ -199,7 +203,8 @@ def _renamed_from(root: Path, commit: str, rel: str) -> str | None:
         status = items[index]
         if status[:1] in ("R", "C"):
             before, after = items[index + 1], items[index + 2] if index + 2 < len(items) else ""
-            if status[0] == "R" and after == rel:
+            kept = moved or status[1:] == "100" or Path(before).name == Path(after).name
+            if status[0] == "R" and after == rel and kept:
                 return before
             index += 3
         else:
