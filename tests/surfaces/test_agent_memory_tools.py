@@ -107,3 +107,21 @@ def test_a_write_to_claude_codes_memory_is_refused_as_read_only(machine, monkeyp
     assert topic.read_text(encoding="utf-8") == TOPIC
     assert sorted(p.name for p in topic.parent.iterdir()) == ["deploy.md"]
     tc.app.close()
+
+
+def test_a_fact_cannot_cite_another_agents_memory_that_graph_check_would_fail(machine, monkeypatch):
+    """Walkthrough J: graph_create took a fact sourced in the project's .serena/memories (a source of
+    its own), and `graph check` in the project then failed it as lying in a hidden folder."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from vault_index.services.graph import graph
+    from vault_index.surfaces.tool_inputs import EntityIn
+    from vault_index.surfaces.tools_graph import graph_create
+
+    a, tmp = machine["a"], machine["tmp"]
+    memory = write(a / ".serena" / "memories" / "build.md", "# Build\n\nmake all\n")
+    tc = context(monkeypatch, a, tmp, a)
+    assert str(memory) in {hit.path for hit in search_notes(tc, "make all", None, mode="keyword").hits}
+    with pytest.raises(ToolError, match="hidden"):
+        graph_create(tc, None, entities=[EntityIn(name="Build", entityType="t", source=str(memory))])
+    assert graph.check_graph(tmp / "memory.jsonl", [a]) == []  # nothing written for `graph check` to fail
+    tc.app.close()

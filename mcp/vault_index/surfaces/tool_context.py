@@ -183,7 +183,9 @@ class ToolContext:
         if self.app.workspace.kind == "vault":  # a vault sees only itself (ADR 0020): its facts too
             return [self.app.workspace.root]
         homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
-        return [*homes, *(Path(source["path"]) for source in self.call(self.app.sources))]
+        # not another agent's memory (.serena/memories): a fact there passed here and `graph check`
+        # then failed it as lying in a hidden folder of the project (walkthrough J)
+        return [*homes, *(Path(source["path"]) for source in self.call(self.app.sources) if not source.get("kind"))]
 
     def index(self, paths: list[str] | None, name: str | None = None):
         if not self.indexer:
