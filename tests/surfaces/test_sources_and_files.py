@@ -10,7 +10,7 @@ import pytest
 from helpers import CLI, FakeEmbedder, cli_env, write
 from vault_index.config import Settings
 from vault_index.engine.embedding.models import Models
-from vault_index.engine.files.source_names import SOURCE_NAME, default_name
+from vault_index.engine.files.source_names import SOURCE_NAME, default_name, free_name
 from vault_index.services.app import App
 
 
@@ -19,6 +19,11 @@ def test_a_folder_right_inside_its_workspace_is_named_after_both():
     assert default_name("/work/orders/docs") == "docs"  # personal: the folder's name, as before
     # deeper: its parts joined; walkthrough I saw a second project's doc/adr named `adr-2`
     assert default_name("/work/orders/doc/adr", "/work/orders") == "orders/doc-adr"
+    # walkthrough J: a second project in a folder of the same name got `svc/docs-2`
+    assert free_name("svc/docs", "/w/x2/svc", {"svc/docs"}) == "x2-svc/docs"
+    assert free_name("svc/docs", "/w/x2/svc", {"svc/docs", "x2-svc/docs"}) == "x2-svc/docs-2"
+    assert free_name("docs", "", {"docs"}) == "docs-2"  # personal: numbered, as before
+    assert free_name("svc/docs", "/w/x1/svc", set()) == "svc/docs"
     long = default_name("/w/o/" + "d" * 70, "/w/o")
     assert long.startswith("o/ddd") and len(long) <= 64 and SOURCE_NAME.fullmatch(long)
     assert default_name("/work/My Orders/docs", "/work/My Orders") == "My-Orders/docs"

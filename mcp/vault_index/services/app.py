@@ -289,7 +289,7 @@ class App:
     def _adopt_agent_memory(self) -> None:
         """Register each agent memory folder as this project's source, named by the project and its kind
         (`orders/claude-memory`, `orders/serena-memories`); one a person indexed becomes the project's."""
-        from vault_index.engine.files.source_names import owned, unique_name
+        from vault_index.engine.files.source_names import free_name, owned
 
         scopes = self.store.source_scopes()
         for kind, folder in self.workspace.agent_memory():
@@ -297,7 +297,8 @@ class App:
                 self.store.set_source_scope(str(folder), self.workspace.key)
             elif str(folder) not in scopes:
                 try:
-                    name = unique_name(owned(kind, self.workspace.key), set(self.store.source_names()))
+                    key = self.workspace.key
+                    name = free_name(owned(kind, key), key, set(self.store.source_names()))
                     self.store.add_source(str(folder), name, scope=self.workspace.key)
                 except UsageError:  # the name was taken meanwhile (another process adopting): the default
                     self.store.add_source(str(folder), scope=self.workspace.key)

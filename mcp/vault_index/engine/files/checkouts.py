@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vault_index.engine.files.source_names import check_name, default_name, unique_name
+from vault_index.engine.files.source_names import check_name, default_name, free_name
 from vault_index.errors import NotFoundError, UsageError
 
 WRITE, SAME, STALE = "write", "same", "stale"
@@ -195,7 +195,7 @@ def register(db, path: str, name: str | None, checkout: bool, is_file: bool = Fa
         raise UsageError("--checkout needs --name: the name of the source this folder is a checkout of")
     taken = {n for (n,) in db.execute("SELECT name FROM sources")}
     db.execute("INSERT INTO sources(path, added_at, name) VALUES (?, ?, ?)",
-               (path, time.time(), name or unique_name(default_name(path, scope), taken)))
+               (path, time.time(), name or free_name(default_name(path, scope), scope, taken)))
     source_id = db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0]
     db.execute("INSERT INTO checkouts(source_id, root, added_at) VALUES (?, ?, ?)", (source_id, path, time.time()))
     return source_id

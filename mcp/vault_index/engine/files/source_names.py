@@ -32,12 +32,24 @@ def default_name(path: str, scope: str = "") -> str:
     return base
 
 
-def owned(word: str, scope: str) -> str:
-    """`<workspace>/<word>` within MAX_NAME_CHARS (`orders/serena-memories`); `word` when the
-    workspace's name has no allowed character."""
+def owned(word: str, scope: str, parent: bool = False) -> str:
+    """`<workspace>/<word>` within MAX_NAME_CHARS (`orders/serena-memories`), `<parent>-<workspace>/<word>`
+    with `parent`; `word` when the workspace's name has no allowed character."""
     word = word[:MAX_NAME_CHARS - 2]
-    owner = _word(Path(scope).name)[: MAX_NAME_CHARS - len(word) - 1]
+    owner = _word(Path(scope).name)
+    if parent and owner and (above := _word(Path(scope).parent.name)):
+        owner = f"{above}-{owner}"
+    owner = owner[: MAX_NAME_CHARS - len(word) - 1]
     return f"{owner}/{word}" if owner else word
+
+
+def free_name(name: str, scope: str, taken: set[str]) -> str:
+    """`name` (a default_name or `owned` one), unique among `taken`: a second project in a folder of
+    the same name is told by its parent folder (`x2-svc/docs`) before a number is added (walkthrough
+    J: `svc/docs-2`, which `--source svc/docs` in that project did not find)."""
+    if name in taken and scope and name.startswith(owned("", scope)):
+        name = owned(name.split("/", 1)[1], scope, parent=True)
+    return unique_name(name, taken)
 
 
 def unique_name(base: str, taken: set[str]) -> str:
