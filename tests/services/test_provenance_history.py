@@ -21,10 +21,16 @@ def commit(root, message) -> None:
     git(root, "commit", "-q", "-m", message)
 
 
-def test_a_note_from_the_same_template_does_not_inherit_an_older_notes_history(tmp_path):
+def repo(tmp_path):
+    """A fresh git repository with an empty notes/ folder."""
     root = tmp_path / "repo"
     (root / "notes").mkdir(parents=True)
     git(root, "init", "-q")
+    return root
+
+
+def test_a_note_from_the_same_template_does_not_inherit_an_older_notes_history(tmp_path):
+    root = repo(tmp_path)
     (root / "notes" / "monday.md").write_text(TEMPLATE)
     commit(root, "monday from the template")
     (root / "notes" / "monday.md").write_text(TEMPLATE.replace("- \n\n## Agenda", "- Ann\n\n## Agenda"))
@@ -64,9 +70,7 @@ def test_a_note_from_a_template_added_where_another_was_deleted_in_one_commit_is
     """Walkthroughs I and J: one commit dropped notes/2026-01-26.md and added notes/2026-02-02.md
     from the same template; git calls it a rename (about one line differs), and the new note showed
     the old one's commits. A rename counts when the vault moved it, the name stayed, or the content did."""
-    root = tmp_path / "repo"
-    (root / "notes").mkdir(parents=True)
-    git(root, "init", "-q")
+    root = repo(tmp_path)
     (root / "notes" / "2026-01-26.md").write_text(TEMPLATE)
     commit(root, "meeting 26 from the template")
     (root / "notes" / "2026-01-26.md").write_text(TEMPLATE.replace("- [ ] \n", "- [ ] call Ann\n"))

@@ -11,7 +11,8 @@ from vault_index.services.app import App
 from vault_index.surfaces.tools import build_server
 
 
-def test_instructions_say_the_projects_folders_are_not_indexed_yet(monkeypatch, tmp_path):
+def _orders(monkeypatch, tmp_path):
+    """(home, project, app): a fresh machine in a project whose docs/ holds three notes, unindexed."""
     home = fresh_machine(monkeypatch, tmp_path)
     project = tmp_path / "orders"
     (project / ".git").mkdir(parents=True)
@@ -19,7 +20,11 @@ def test_instructions_say_the_projects_folders_are_not_indexed_yet(monkeypatch, 
         note(project / "docs", f"page{n}.md", f"the orders page {n}")
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     monkeypatch.chdir(project)
-    app = App.open(Settings.from_env())
+    return home, project, App.open(Settings.from_env())
+
+
+def test_instructions_say_the_projects_folders_are_not_indexed_yet(monkeypatch, tmp_path):
+    home, project, app = _orders(monkeypatch, tmp_path)
     try:
         told = build_server(app, home / "memory.jsonl").instructions or ""
         assert "0 markdown notes" not in told, told
@@ -57,14 +62,7 @@ def test_folders_registered_but_not_indexed_are_said_so_too(monkeypatch, tmp_pat
     """Walkthrough I: `claude mcp list`'s health check started a server that registered the project's
     docs/ and stopped before indexing it; the next server's instructions counted what other sources
     held ("2 markdown notes in 2 sources") and said hybrid search was live."""
-    home = fresh_machine(monkeypatch, tmp_path)
-    project = tmp_path / "orders"
-    (project / ".git").mkdir(parents=True)
-    for n in range(3):
-        note(project / "docs", f"page{n}.md", f"the orders page {n}")
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
-    monkeypatch.chdir(project)
-    app = App.open(Settings.from_env())
+    home, project, app = _orders(monkeypatch, tmp_path)
     try:
         app.store.add_source(str(project / "docs"), scope=app.workspace.key)  # registered, nothing indexed
         told = build_server(app, home / "memory.jsonl").instructions or ""
