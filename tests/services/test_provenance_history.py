@@ -69,7 +69,7 @@ def test_a_moved_note_keeps_the_history_of_its_old_names_and_only_theirs(tmp_pat
 def test_a_note_from_a_template_added_where_another_was_deleted_in_one_commit_is_new(tmp_path):
     """Walkthroughs I and J: one commit dropped notes/2026-01-26.md and added notes/2026-02-02.md
     from the same template; git calls it a rename (about one line differs), and the new note showed
-    the old one's commits. A rename counts when the vault moved it, the name stayed, or the content did."""
+    the old one's commits. A rename counts when the vault moved it or the content stayed whole."""
     root = repo(tmp_path)
     (root / "notes" / "2026-01-26.md").write_text(TEMPLATE)
     commit(root, "meeting 26 from the template")
@@ -81,9 +81,17 @@ def test_a_note_from_a_template_added_where_another_was_deleted_in_one_commit_is
     assert "R" in git(root, "show", "-M", "--name-status", "--format=", "HEAD")[:1]  # git: a rename
     assert [e["subject"] for e in provenance.history(root, "notes/2026-02-02.md")] == [
         "meeting 02-02 from the template; 26 dropped"]
+    (root / "sprints" / "s1").mkdir(parents=True)  # walkthrough K: the same name in another folder
+    (root / "sprints" / "s1" / "retro.md").write_text(TEMPLATE)
+    commit(root, "sprint 1 retro")
+    git(root, "rm", "-q", "-r", "sprints/s1")
+    (root / "sprints" / "s2").mkdir(parents=True)
+    (root / "sprints" / "s2" / "retro.md").write_text(TEMPLATE.replace("1. \n", "1. velocity\n"))
+    commit(root, "sprint 2 retro; s1 archived away")
+    assert [e["subject"] for e in provenance.history(root, "sprints/s2/retro.md")] == [
+        "sprint 2 retro; s1 archived away"]
     (root / "archive").mkdir()
-    (root / "notes" / "2026-02-02.md").write_text(TEMPLATE.replace("1. \n", "1. budget, cut\n"))
-    git(root, "mv", "notes/2026-02-02.md", "archive/2026-02-02.md")  # a folder move with an edit: followed
+    git(root, "mv", "notes/2026-02-02.md", "archive/2026-02-02.md")  # a folder move, content kept: followed
     commit(root, "archive 02-02")
     assert [e["subject"] for e in provenance.history(root, "archive/2026-02-02.md")] == [
         "archive 02-02", "meeting 02-02 from the template; 26 dropped"]

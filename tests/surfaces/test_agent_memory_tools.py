@@ -125,3 +125,28 @@ def test_a_fact_cannot_cite_another_agents_memory_that_graph_check_would_fail(ma
         graph_create(tc, None, entities=[EntityIn(name="Build", entityType="t", source=str(memory))])
     assert graph.check_graph(tmp / "memory.jsonl", [a]) == []  # nothing written for `graph check` to fail
     tc.app.close()
+
+
+def test_graph_check_in_the_home_folder_passes_a_fact_graph_create_took_there(machine, monkeypatch):
+    """Walkthrough K: with the server started in $HOME, graph_create took a fact sourced in the
+    personal notes (~/.mcp-memory/personal/notes), and `graph check` in $HOME failed it as lying in a
+    hidden folder: it checked below the home folder only, where graph_create also took the content folder."""
+    import subprocess
+
+    from helpers import CLI, cli_env
+    from vault_index.surfaces.tool_inputs import EntityIn
+    from vault_index.surfaces.tools_graph import graph_create
+
+    home, tmp = machine["home"], machine["tmp"]
+    (home / ".git").mkdir()  # the home folder as a project, as CLAUDE_PROJECT_DIR=$HOME makes it
+    note = write(home / ".mcp-memory" / "personal" / "notes" / "backups.md", "# Backups\n\nnightly\n")
+    tc = context(monkeypatch, home, tmp, home)
+    tc.app.index([str(note.parent)])  # the person's notes folder, a personal source (as setup registers it)
+    made = graph_create(tc, None, entities=[EntityIn(name="Backups", entityType="t", source=str(note))])
+    assert sum(made.added.values()) == 1
+    tc.app.close()
+    env = cli_env(tmp / "index.db", HOME=str(home), VAULT_INDEX_HOME=str(home / ".mcp-memory"),
+                  CLAUDE_PROJECT_DIR=str(home))
+    checked = subprocess.run([CLI, "graph", "check", "--memory-file", str(tmp / "memory.jsonl")], env=env,
+                             cwd=home, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -21,9 +21,12 @@ def test_a_folder_right_inside_its_workspace_is_named_after_both():
     assert default_name("/work/orders/doc/adr", "/work/orders") == "orders/doc-adr"
     # walkthrough J: a second project in a folder of the same name got `svc/docs-2`
     assert free_name("svc/docs", "/w/x2/svc", {"svc/docs"}) == "x2-svc/docs"
-    assert free_name("svc/docs", "/w/x2/svc", {"svc/docs", "x2-svc/docs"}) == "x2-svc/docs-2"
+    assert free_name("svc/docs", "/w/x2/svc", {"svc/docs", "x2-svc/docs"}) == "w-x2-svc/docs"
+    assert free_name("svc/docs", "/x2/svc", {"svc/docs", "x2-svc/docs"}) == "x2-svc/docs-2"  # no folder above
     assert free_name("docs", "", {"docs"}) == "docs-2"  # personal: numbered, as before
     assert free_name("svc/docs", "/w/x1/svc", set()) == "svc/docs"
+    # walkthrough K: a third, /w/x3/x2/svc, was `x2-svc/docs-2`
+    assert free_name("svc/docs", "/w/x3/x2/svc", {"svc/docs", "x2-svc/docs"}) == "x3-x2-svc/docs"
     long = default_name("/w/o/" + "d" * 70, "/w/o")
     assert long.startswith("o/ddd") and len(long) <= 64 and SOURCE_NAME.fullmatch(long)
     assert default_name("/work/My Orders/docs", "/work/My Orders") == "My-Orders/docs"

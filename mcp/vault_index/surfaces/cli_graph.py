@@ -10,7 +10,6 @@ import argparse
 import json
 import sys
 
-from vault_index.config import project_dir
 from vault_index.services.graph.graph_rules import MAX_SEARCH_LIMIT
 from vault_index.surfaces.cli_common import add_subquery_flags
 
@@ -74,8 +73,11 @@ def cmd_graph_import(app, args) -> int:
 
 def cmd_graph_check(app, args) -> int:
     from vault_index.services.graph import graph as memory  # jsonschema and the write path: only here
+    from vault_index.services.graph.graph_rules import fact_roots
 
-    problems = memory.check_graph(args.memory_file, [project_dir()])
+    # below the folders graph_create takes a source in: walkthrough K's personal note, taken with the
+    # server in $HOME, failed here as hidden below the home folder
+    problems = memory.check_graph(args.memory_file, fact_roots(app, app.sources()))
     if args.json:
         print(_json({"memory_file": str(args.memory_file), "problems": problems}))
     else:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from vault_index.config import content_dir, project_dir
 from vault_index.errors import AmbiguousPathError, NotFoundError, OutsideSourcesError, VaultIndexError
 from vault_index.services import boundary
 from vault_index.services.access.access import Scope, is_indexed, scope_for
 from vault_index.services.app import App
 from vault_index.services.curation import adr, curation
 from vault_index.services.curation.recent import recent_activity
+from vault_index.services.graph.graph_rules import fact_roots
 from vault_index.services.workspace import other_vault
 from vault_index.surfaces import tool_errors
 from vault_index.surfaces.denied import denied_outcome, denied_text
@@ -179,13 +179,8 @@ class ToolContext:
             raise ToolError(denied_text(caller, "read"))
 
     def graph_roots(self) -> list[Path]:
-        """Where an agent's fact may name its source: the project folder and the registered sources."""
-        if self.app.workspace.kind == "vault":  # a vault sees only itself (ADR 0020): its facts too
-            return [self.app.workspace.root]
-        homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
-        # not another agent's memory (.serena/memories): a fact there passed here and `graph check`
-        # then failed it as lying in a hidden folder of the project (walkthrough J)
-        return [*homes, *(Path(source["path"]) for source in self.call(self.app.sources) if not source.get("kind"))]
+        """Where an agent's fact may name its source (graph_rules.fact_roots)."""
+        return fact_roots(self.app, self.call(self.app.sources))
 
     def index(self, paths: list[str] | None, name: str | None = None):
         if not self.indexer:

@@ -32,23 +32,33 @@ def default_name(path: str, scope: str = "") -> str:
     return base
 
 
-def owned(word: str, scope: str, parent: bool = False) -> str:
-    """`<workspace>/<word>` within MAX_NAME_CHARS (`orders/serena-memories`), `<parent>-<workspace>/<word>`
-    with `parent`; `word` when the workspace's name has no allowed character."""
+MAX_ANCESTORS = 3  # folders above a workspace that may tell two of the same name apart
+
+
+def owned(word: str, scope: str, above: int = 0) -> str:
+    """`<workspace>/<word>` within MAX_NAME_CHARS (`orders/serena-memories`), with the names of `above`
+    folders over the workspace's in front (`x2-svc/docs`); `word` when the workspace's name has no
+    allowed character."""
     word = word[:MAX_NAME_CHARS - 2]
     owner = _word(Path(scope).name)
-    if parent and owner and (above := _word(Path(scope).parent.name)):
-        owner = f"{above}-{owner}"
+    parents = [name for p in Path(scope).parents if (name := _word(p.name))][:above]
+    if owner:
+        owner = "-".join([*reversed(parents), owner])
     owner = owner[: MAX_NAME_CHARS - len(word) - 1]
     return f"{owner}/{word}" if owner else word
 
 
 def free_name(name: str, scope: str, taken: set[str]) -> str:
-    """`name` (a default_name or `owned` one), unique among `taken`: a second project in a folder of
-    the same name is told by its parent folder (`x2-svc/docs`) before a number is added (walkthrough
-    J: `svc/docs-2`, which `--source svc/docs` in that project did not find)."""
-    if name in taken and scope and name.startswith(owned("", scope)):
-        name = owned(name.split("/", 1)[1], scope, parent=True)
+    """`name` (a default_name or `owned` one), unique among `taken`: a project in a folder of the
+    same name as another's is told by the folders above it (`x2-svc/docs`, `x3-x2-svc/docs`) before a
+    number is added (walkthroughs J, K: `svc/docs-2`, which `--source svc/docs` there did not find)."""
+    if scope and "/" in name and name.startswith(owned("", scope)):
+        word = name.split("/", 1)[1]
+        for above in range(1, MAX_ANCESTORS + 1):
+            longer = owned(word, scope, above)
+            if name not in taken or longer == owned(word, scope, above - 1):  # none taken, or no folder above
+                break
+            name = longer
     return unique_name(name, taken)
 
 

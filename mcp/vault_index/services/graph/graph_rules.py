@@ -121,6 +121,19 @@ def hidden_part(path: Path, root: Path | None = None) -> bool:
     return any(is_skipped_part(part) for part in parts)
 
 
+def fact_roots(app, sources: list[dict]) -> list[Path]:
+    """Where a fact may name its source, for graph_create and `graph check` alike: the project folder,
+    the content folder and the registered sources `sources` (App.sources), never another agent's
+    memory (.serena/memories: taken, then failed by `graph check` as hidden; walkthroughs J and K);
+    a vault sees only itself (ADR 0020)."""
+    from vault_index.config import content_dir, project_dir
+
+    if app.workspace.kind == "vault":
+        return [app.workspace.root]
+    homes = dict.fromkeys([project_dir(), content_dir()])  # the content folder is outside a vault-index clone
+    return [*homes, *(Path(source["path"]) for source in sources if not source.get("kind"))]
+
+
 def check_source(item: dict, where: str, base: Path, roots: Sequence[str | Path] | None,
                  admit: Callable[[Path], Path] | None = None) -> str:
     """The real path of a fact's source, which must be an existing file in an allowed place.

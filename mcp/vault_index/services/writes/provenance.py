@@ -192,9 +192,10 @@ def _renamed_from(root: Path, commit: str, rel: str, moved: bool = False) -> str
 
     Paths are relative to `root` (`--relative`), as `rel` is; a merge or root commit renames nothing here.
     Trigger: one commit that deleted a note and added another made from the same template was a
-    rename to git (walkthrough I), so the new note showed the old one's commits. Outcome: a rename
-    counts when it is the vault's own move (`moved`), keeps the file's name (a folder move), or
-    keeps its content whole (`git mv` alone); a renamed and edited file's history starts there."""
+    rename to git (walkthrough I), so the new note showed the old one's commits; also one of the
+    same name in another folder (walkthrough K: sprints/s1/retro.md -> s2/retro.md). Outcome: a
+    rename counts when it is the vault's own move (`moved`) or keeps the content whole (`git mv`
+    alone); a file moved and edited in one commit starts its history there."""
     out = _git(root, dict(os.environ), "diff-tree", "-z", "-r", "-M", "--relative", "--name-status",
                "--no-commit-id", "--root", commit)
     items = out.split("\0")
@@ -203,7 +204,7 @@ def _renamed_from(root: Path, commit: str, rel: str, moved: bool = False) -> str
         status = items[index]
         if status[:1] in ("R", "C"):
             before, after = items[index + 1], items[index + 2] if index + 2 < len(items) else ""
-            kept = moved or status[1:] == "100" or Path(before).name == Path(after).name
+            kept = moved or status[1:] == "100"
             if status[0] == "R" and after == rel and kept:
                 return before
             index += 3
