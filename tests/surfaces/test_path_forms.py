@@ -341,3 +341,13 @@ def test_graph_create_takes_a_facts_source_in_every_form(project):
         assert entity["source"] == str(real), (form, entity)
     with pytest.raises(ToolError, match="not an existing file"):
         tools_graph.graph_create(tc, None, entities=[EntityIn(name="Ghost", entityType="t", source="nowhere.md")])
+
+
+def test_an_entity_with_a_field_graph_create_does_not_take_is_refused_not_dropped(project):
+    """Walkthrough L: observations nested in an entity (the reference memory server's form) were
+    dropped with `skipped: []`; the entity's unknown field is now an error naming it, nothing written."""
+    import pydantic
+    from vault_index.surfaces.tool_inputs import EntityIn
+
+    with pytest.raises(pydantic.ValidationError, match="observations"):
+        EntityIn(name="X", entityType="t", source="docs/guide.md", observations=["nightly at 02:00"])

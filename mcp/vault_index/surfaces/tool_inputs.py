@@ -64,6 +64,9 @@ AdrStatus = Literal["proposed", "accepted", "superseded", "deprecated", "rejecte
 
 
 class EntityIn(BaseModel):  # camelCase: the memory file's names, as the reference memory server spells them
+    # an unknown field is an error: `observations` inside an entity, as the reference server takes
+    # them, were dropped with "skipped: []" (walkthrough L); here they are graph_create's own list
+    model_config = ConfigDict(extra="forbid")
     name: Name
     entityType: Kind
     source: SourcePath
