@@ -239,3 +239,17 @@ def test_the_also_line_names_a_section_split_in_parts_once():
     also = [{"heading": "Setup", "line_start": 12, "line_end": 20}, {"heading": "", "line_start": 1, "line_end": 4},
             {"heading": "Setup", "line_start": 41, "line_end": 50}]
     assert also_line(also, 5) == "also: Setup 12-20, 41-50; (top) 1-4 (+2 more)"
+
+
+def test_index_with_no_path_in_a_fresh_project_indexes_the_projects_own_notes(tmp_path):
+    """Walkthrough L: `vault-index index` in a fresh project said "indexed 0 files" and left its
+    docs/ for the next command to find."""
+    project = tmp_path / "orders"
+    (project / ".git").mkdir(parents=True)
+    write(project / "docs", "run.md", "# Run\n\nstart the orders service with make run\n")
+    env = cli_env(tmp_path / "index.db", HOME=str(tmp_path / "home"), CLAUDE_PROJECT_DIR=str(project),
+                  VAULT_INDEX_HOME=str(tmp_path / "home" / ".mcp-memory"))
+    done = subprocess.run([CLI, "index"], env=env, cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "indexed 1 note of the project" in done.stderr, done.stdout + done.stderr
+    found = subprocess.run([CLI, "files"], env=env, cwd=project, capture_output=True, text=True, timeout=60)
+    assert str(project / "docs" / "run.md") in found.stdout

@@ -47,6 +47,8 @@ def cmd_index(app, args) -> int:
         raise UsageError("--name names one source: give exactly one PATH with it")
     if args.checkout and (args.name is None or len(args.paths) != 1):
         raise UsageError("--checkout joins one folder to a source: give exactly one PATH and --name NAME")
+    if not args.paths:  # walkthrough L: in a fresh project it re-synced nothing, the project's docs/ unregistered
+        adopt(app, args)
     progress = Progress(not args.silent)
     try:
         report = app.index(args.paths or None, progress, name=args.name, checkout=args.checkout)
