@@ -178,6 +178,12 @@ def _new_note_place(app, text: str, placed: Path) -> Path:
     return notes / placed.name
 
 
+def source_folder(app, path: str | Path) -> Path | None:
+    """The visible source folder holding the real path `path` (the one a note outside the served
+    vault is read and written in: MCP's note tools and the CLI alike); None when none holds it."""
+    return next((Path(r) for r in map(real, app.roots()) if Path(path).is_relative_to(r) and Path(r).is_dir()), None)
+
+
 def prefix(app, text: str) -> str:
     """A search's path filter as an absolute prefix: an absolute one as given when this workspace
     sees the folder or note it names (a filter matches whole names); a relative one (`postmortems`,

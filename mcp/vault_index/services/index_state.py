@@ -81,11 +81,11 @@ def pending_notices(app: App, vector_only: bool = False) -> list[str]:
     if not pending:
         return []
     names = {path: name for name, path in app.store.source_names().items()}
-    them = ("not searched in vector mode", "not searched in vector mode") if vector_only else (
-        "keyword-only for them", "keyword-only for it")
-    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: {them[0]} "
+    skipped = "not searched in vector mode" if vector_only else None
+    return [f"{count} chunks of {names.get(root, root)} ({root}) have no vectors yet: "
+            f"{skipped or 'keyword-only for them'} "
             "(a running server embeds them; `vault-index index` embeds them now)" if count != 1 else
-            f"1 chunk of {names.get(root, root)} ({root}) has no vector yet: {them[1]} "
+            f"1 chunk of {names.get(root, root)} ({root}) has no vector yet: {skipped or 'keyword-only for it'} "
             "(a running server embeds it; `vault-index index` embeds it now)"
             for root, count in sorted(pending.items())]
 

@@ -174,8 +174,7 @@ def _placed(app, args, for_write: bool = False):
     path = typed_path(app, args.path, vault.root, for_write=for_write)
     if args.vault or not Path(path).is_absolute() or app.workspace.kind == "vault":
         return vault, caller, path
-    holder = next((Path(r) for r in map(boundary.real, app.roots())
-                   if Path(path).is_relative_to(r) and Path(r).is_dir()), None)
+    holder = boundary.source_folder(app, path)
     if holder is None:
         return vault, caller, path  # the write service refuses it as outside the vault
     other = app.vault(holder)

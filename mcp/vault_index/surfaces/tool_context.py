@@ -136,8 +136,7 @@ class ToolContext:
         if is_outcome(placed) or not os.path.isabs(placed) or self.app.workspace.kind == "vault":
             return placed if is_outcome(placed) else (vault, caller, scope, placed)
         with self.lock:
-            holder = next((Path(r) for r in map(boundary.real, self.app.roots())
-                           if Path(placed).is_relative_to(r) and Path(r).is_dir()), None)
+            holder = boundary.source_folder(self.app, placed)
         if holder is None:
             return vault, caller, scope, path  # the write service refuses it as outside the vault
         try:
